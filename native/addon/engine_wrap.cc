@@ -1,0 +1,502 @@
+#include "addon/engine_wrap.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "addon/js_status.h"
+#include "engine/format.h"
+
+namespace oyster {
+namespace {
+
+// Values up to this size are copied when handed over; larger ones are shared
+// with JavaScript without a copy.
+constexpr size_t kCopyThreshold = 64 << 10;
+
+constexpr double kMaxSafeInteger = 9007199254740991.0;
+
+// A copy of one key, kept inside the operation (no allocation for the usual sizes).
+class KeyCopy {
+ public:
+  KeyCopy(const char* key, size_t n) : heap_(n > sizeof(inline_) ? new char[n] : nullptr) {
+    std::memcpy(data(), key, n);
+  }
+  char* data() { return heap_ ? heap_.get() : inline_; }
+
+ private:
+  char inline_[32];
+  std::unique_ptr<char[]> heap_;
+};
+
+// Base of all asynchronous operations: owns the promise and, once the work is
+// done, settles it on the JavaScript thread.
+class Op : public Completion {
+ public:
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  // Runs Run() on the pool, then delivers.
+  void Schedule() {
+    data_->pool()->Schedule([this] {
+      Run();
+      data_->queue()->Push(this);
+    });
+  }
+
+  void Complete(napi_env raw) override {
+    Napi::Env env(raw);
+    if (status_.ok()) {
+      deferred_.Resolve(Result(env));
+    } else {
+      Napi::Error e = StatusToError(env, status_);
+      Decorate(env, e);
+      deferred_.Reject(e.Value());
+    }
+  }
+
+ protected:
+  Op(Napi::Env env, AddonData* data) : deferred_(Napi::Promise::Deferred::New(env)), data_(data) {
+    data_->queue()->Begin();
+  }
+
+  virtual void Run() {}
+  virtual Napi::Value Result(Napi::Env env) { return env.Undefined(); }
+  virtual void Decorate(Napi::Env, Napi::Error&) {}
+
+  Napi::Promise::Deferred deferred_;
+  AddonData* data_;
+  Status status_;
+};
+
+class WriteOp final : public Op, public WriteRequest {
+ public:
+  WriteOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
+          uint64_t ts, bool is_tombstone)
+      : Op(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
+    key = key_.data();
+    timestamp = ts;
+    tombstone = is_tombstone;
+  }
+
+  void SetValue(Napi::Env env, Napi::Uint8Array v) {
+    value_size = v.ByteLength();
+    if (value_size <= kCopyThreshold) {
+      copy_.assign(reinterpret_cast<const char*>(v.Data()), value_size);
+      value = copy_.data();
+    } else {
+      // Kept alive by a reference until the write completes.
+      napi_create_reference(env, v, 1, &value_ref_);
+      value = reinterpret_cast<const char*>(v.Data());
+    }
+  }
+
+  void Submit() { engine_->Write(this); }
+
+  void Done(const Status& s) override {
+    status_ = s;
+    data_->queue()->Push(this);
+  }
+
+  void Complete(napi_env env) override {
+    if (value_ref_ != nullptr) napi_delete_reference(env, value_ref_);
+    Op::Complete(env);
+  }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  KeyCopy key_;
+  std::string copy_;
+  napi_ref value_ref_ = nullptr;
+};
+
+Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {
+  const char* p = rec->storage.get() + rec->value_offset;
+  if (rec->value_size <= kCopyThreshold) return Napi::Buffer<char>::Copy(env, p, rec->value_size);
+  char* base = rec->storage.release();
+  return Napi::Buffer<char>::New(env, base + rec->value_offset, rec->value_size,
+                                 [](Napi::Env, char*, char* hint) { delete[] hint; }, base);
+}
+
+class GetOp final : public Op {
+ public:
+  GetOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* k)
+      : Op(env, data), engine_(std::move(engine)), key_(k, engine_->options().key_size) {}
+
+  void Run() override { status_ = engine_->Get(key_.data(), &result_); }
+
+  Napi::Value Result(Napi::Env env) override {
+    if (result_.kind == GetResult::kAbsent) return env.Null();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("kind", result_.kind == GetResult::kFound ? "found" : "deleted");
+    o.Set("timestamp", Napi::Number::New(env, static_cast<double>(result_.timestamp)));
+    if (result_.kind == GetResult::kFound) o.Set("value", MakeBuffer(env, &result_.record));
+    return o;
+  }
+
+  void Decorate(Napi::Env env, Napi::Error& e) override {
+    if (status_.IsCorruption() && result_.timestamp != 0) {
+      e.Set("timestamp", Napi::Number::New(env, static_cast<double>(result_.timestamp)));
+    }
+  }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  KeyCopy key_;
+  GetResult result_;
+};
+
+class ExistsOp final : public Op {
+ public:
+  ExistsOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, std::string keys)
+      : Op(env, data), engine_(std::move(engine)), keys_(std::move(keys)) {}
+
+  void Run() override {
+    const size_t k = engine_->options().key_size;
+    results_.resize(keys_.size() / k);
+    for (size_t i = 0; i < results_.size() && status_.ok(); i++) {
+      status_ = engine_->Lookup(keys_.data() + i * k, &results_[i]);
+    }
+  }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Array a = Napi::Array::New(env, results_.size());
+    for (uint32_t i = 0; i < results_.size(); i++) {
+      if (results_[i].kind == GetResult::kAbsent) {
+        a.Set(i, env.Null());
+        continue;
+      }
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("kind", results_[i].kind == GetResult::kFound ? "found" : "deleted");
+      o.Set("timestamp", Napi::Number::New(env, static_cast<double>(results_[i].timestamp)));
+      a.Set(i, o);
+    }
+    return a;
+  }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  std::string keys_;
+  std::vector<LookupResult> results_;
+};
+
+class ControlOp final : public Op {
+ public:
+  enum Kind { kCloseActiveBlob, kClose };
+  ControlOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, Kind kind)
+      : Op(env, data), engine_(std::move(engine)), kind_(kind) {}
+
+  void Run() override {
+    status_ = kind_ == kClose ? engine_->Close() : engine_->CloseActiveBlob();
+  }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  Kind kind_;
+};
+
+Napi::Object RecoveryToObject(Napi::Env env, const RecoveryReport& r) {
+  Napi::Object o = Napi::Object::New(env);
+  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
+  num("blobs", r.blobs);
+  num("indexesLoaded", r.indexes_loaded);
+  num("blobsScanned", r.blobs_scanned);
+  num("indexesRebuilt", r.indexes_rebuilt);
+  num("bytesTruncated", r.bytes_truncated);
+  num("corruptRecords", r.corrupt_records);
+  num("skippedBytes", r.skipped_bytes);
+  num("blobsQuarantined", r.blobs_quarantined);
+  num("filesRemoved", r.files_removed);
+  Napi::Array events = Napi::Array::New(env, r.events.size());
+  for (uint32_t i = 0; i < r.events.size(); i++) events.Set(i, Napi::String::New(env, r.events[i]));
+  o.Set("events", events);
+  return o;
+}
+
+class OpenOp final : public Op {
+ public:
+  OpenOp(Napi::Env env, AddonData* data, EngineOptions options, std::string dir)
+      : Op(env, data), options_(std::move(options)), dir_(std::move(dir)) {}
+
+  void Run() override { status_ = Engine::Open(options_, dir_, &engine_, &report_); }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Object wrap = data_->engine_ctor().New({});
+    Napi::ObjectWrap<EngineWrap>::Unwrap(wrap)->Attach(std::move(engine_));
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("engine", wrap);
+    o.Set("recovery", RecoveryToObject(env, report_));
+    return o;
+  }
+
+ private:
+  EngineOptions options_;
+  std::string dir_;
+  std::shared_ptr<Engine> engine_;
+  RecoveryReport report_;
+};
+
+// Reads an optional non-negative integer option; false (with an exception
+// pending) if it is present but unusable.
+bool IntegerOption(Napi::Object opts, const char* name, double max, uint64_t* out) {
+  Napi::Env env = opts.Env();
+  Napi::Value v = opts.Get(name);
+  if (v.IsUndefined()) return true;
+  if (!v.IsNumber()) {
+    Napi::TypeError::New(env, std::string("option ") + name + " must be a number").ThrowAsJavaScriptException();
+    return false;
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= 0) || d > max || std::floor(d) != d) {
+    Napi::RangeError::New(env, std::string("option ") + name + " must be an integer in 0.." +
+                                   std::to_string(static_cast<uint64_t>(max)))
+        .ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = static_cast<uint64_t>(d);
+  return true;
+}
+
+bool TimestampArg(const Napi::CallbackInfo& info, size_t i, uint64_t* ts) {
+  Napi::Env env = info.Env();
+  if (!info[i].IsNumber()) {
+    Napi::TypeError::New(env, "timestamp must be a number").ThrowAsJavaScriptException();
+    return false;
+  }
+  double d = info[i].As<Napi::Number>().DoubleValue();
+  if (!(d >= 0) || d > kMaxSafeInteger || std::floor(d) != d) {
+    Napi::RangeError::New(env, "timestamp must be an integer in 0..2^53-1").ThrowAsJavaScriptException();
+    return false;
+  }
+  *ts = static_cast<uint64_t>(d);
+  return true;
+}
+
+bool IsBytes(Napi::Value v) {
+  return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array;
+}
+
+}  // namespace
+
+Napi::Function EngineWrap::Define(Napi::Env env) {
+  return DefineClass(env, "Engine",
+                     {
+                         InstanceMethod<&EngineWrap::Put>("put"),
+                         InstanceMethod<&EngineWrap::Delete>("delete"),
+                         InstanceMethod<&EngineWrap::Get>("get"),
+                         InstanceMethod<&EngineWrap::Exists>("exists"),
+                         InstanceMethod<&EngineWrap::RecordsCount>("recordsCount"),
+                         InstanceMethod<&EngineWrap::Stats>("stats"),
+                         InstanceMethod<&EngineWrap::CloseActiveBlob>("closeActiveBlob"),
+                         InstanceMethod<&EngineWrap::Close>("close"),
+                     });
+}
+
+EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineWrap>(info) {}
+
+Napi::Value EngineWrap::Open(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsString()) {
+    Napi::TypeError::New(env, "dir must be a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!info[1].IsObject()) {
+    Napi::TypeError::New(env, "options must be an object").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Object o = info[1].As<Napi::Object>();
+  EngineOptions opts;
+  uint64_t v;
+  v = opts.key_size;
+  if (!IntegerOption(o, "keySize", 1024, &v)) return env.Undefined();
+  opts.key_size = static_cast<uint32_t>(v);
+  if (!IntegerOption(o, "maxBlobSize", kMaxSafeInteger, &opts.max_blob_size)) return env.Undefined();
+  if (!IntegerOption(o, "maxDataInBlob", kMaxSafeInteger, &opts.max_data_in_blob)) return env.Undefined();
+  if (!IntegerOption(o, "maxDirtyBytesBeforeSync", kMaxSafeInteger, &opts.max_dirty_bytes_before_sync)) {
+    return env.Undefined();
+  }
+  v = opts.bloom_bits_per_key;
+  if (!IntegerOption(o, "bloomBitsPerKey", 64, &v)) return env.Undefined();
+  opts.bloom_bits_per_key = static_cast<uint32_t>(v);
+  Napi::Value sync = o.Get("syncWrites");
+  if (!sync.IsUndefined()) {
+    if (!sync.IsBoolean()) {
+      Napi::TypeError::New(env, "option syncWrites must be a boolean").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    opts.sync_writes = sync.As<Napi::Boolean>().Value();
+  }
+  Napi::Value prefix = o.Get("blobFilePrefix");
+  if (!prefix.IsUndefined()) {
+    if (!prefix.IsString()) {
+      Napi::TypeError::New(env, "option blobFilePrefix must be a string").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    opts.blob_file_prefix = prefix.As<Napi::String>().Utf8Value();
+  }
+  AddonData* data = env.GetInstanceData<AddonData>();
+  opts.executor = data->pool();
+  Status s = opts.Validate();
+  if (!s.ok()) {
+    Napi::RangeError::New(env, s.message()).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* op = new OpenOp(env, data, std::move(opts), info[0].As<Napi::String>().Utf8Value());
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {
+  Napi::Env env = info.Env();
+  if (!engine_) {
+    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  if (!IsBytes(info[i])) {
+    Napi::TypeError::New(env, "key must be a Buffer").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  Napi::Uint8Array k = info[i].As<Napi::Uint8Array>();
+  if (k.ByteLength() != engine_->options().key_size) {
+    Napi::RangeError::New(env, "key must be exactly " + std::to_string(engine_->options().key_size) + " bytes")
+        .ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return reinterpret_cast<const char*>(k.Data());
+}
+
+Napi::Value EngineWrap::Put(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* key = KeyArg(info, 0);
+  uint64_t ts;
+  if (key == nullptr || !TimestampArg(info, 1, &ts)) return env.Undefined();
+  if (!IsBytes(info[2])) {
+    Napi::TypeError::New(env, "value must be a Buffer").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (info[2].As<Napi::Uint8Array>().ByteLength() > kMaxValueSize) {
+    Napi::RangeError::New(env, "value must be smaller than 4 GiB").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* op = new WriteOp(env, data(env), engine_, key, ts, false);
+  op->SetValue(env, info[2].As<Napi::Uint8Array>());
+  Napi::Promise p = op->promise();
+  op->Submit();
+  return p;
+}
+
+Napi::Value EngineWrap::Delete(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* key = KeyArg(info, 0);
+  uint64_t ts;
+  if (key == nullptr || !TimestampArg(info, 1, &ts)) return env.Undefined();
+  auto* op = new WriteOp(env, data(env), engine_, key, ts, true);
+  Napi::Promise p = op->promise();
+  op->Submit();
+  return p;
+}
+
+Napi::Value EngineWrap::Get(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* key = KeyArg(info, 0);
+  if (key == nullptr) return env.Undefined();
+  auto* op = new GetOp(env, data(env), engine_, key);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+Napi::Value EngineWrap::Exists(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_) {
+    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!info[0].IsArray()) {
+    Napi::TypeError::New(env, "keys must be an array of Buffers").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Array arr = info[0].As<Napi::Array>();
+  const size_t k = engine_->options().key_size;
+  std::string keys;
+  keys.reserve(arr.Length() * k);
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value v = arr.Get(i);
+    if (!IsBytes(v) || v.As<Napi::Uint8Array>().ByteLength() != k) {
+      Napi::TypeError::New(env, "keys[" + std::to_string(i) + "] must be a Buffer of " + std::to_string(k) +
+                                    " bytes")
+          .ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    keys.append(reinterpret_cast<const char*>(v.As<Napi::Uint8Array>().Data()), k);
+  }
+  auto* op = new ExistsOp(env, data(env), engine_, std::move(keys));
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+// Counters live in memory: answered at once, as a resolved promise to keep
+// the interface uniform.
+Napi::Value EngineWrap::RecordsCount(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto d = Napi::Promise::Deferred::New(env);
+  if (!engine_) {
+    d.Reject(Napi::Error::New(env, "engine is not open").Value());
+  } else {
+    d.Resolve(Napi::Number::New(env, static_cast<double>(engine_->RecordsCount())));
+  }
+  return d.Promise();
+}
+
+Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto d = Napi::Promise::Deferred::New(env);
+  if (!engine_) {
+    d.Reject(Napi::Error::New(env, "engine is not open").Value());
+    return d.Promise();
+  }
+  EngineStats st = engine_->Stats();
+  Napi::Object o = Napi::Object::New(env);
+  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
+  num("blobs", st.blobs);
+  num("records", st.records);
+  o.Set("activeBlobId", st.has_active_blob ? Napi::Number::New(env, static_cast<double>(st.active_blob_id))
+                                           : env.Null());
+  num("diskBytes", st.disk_bytes);
+  num("indexMemory", st.index_memory);
+  num("filterMemory", st.filter_memory);
+  num("blobsInMemory", st.blobs_in_memory);
+  num("corruptReads", st.corrupt_reads);
+  o.Set("backgroundError", st.background_error.empty() ? env.Null() : Napi::String::New(env, st.background_error));
+  o.Set("writeError", st.write_error.empty() ? env.Null() : Napi::String::New(env, st.write_error));
+  d.Resolve(o);
+  return d.Promise();
+}
+
+Napi::Value EngineWrap::CloseActiveBlob(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_) {
+    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* op = new ControlOp(env, data(env), engine_, ControlOp::kCloseActiveBlob);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+Napi::Value EngineWrap::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_) {
+    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* op = new ControlOp(env, data(env), engine_, ControlOp::kClose);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+}  // namespace oyster

@@ -1,0 +1,18 @@
+// Turns engine Status values into JavaScript Error objects with a stable
+// `code` ("OYSTER_CORRUPTION", "OYSTER_IO_ERROR", ...) and, for I/O errors,
+// the errno and its symbolic name ("EIO", "ENOSPC").
+
+#ifndef OYSTER_ADDON_JS_STATUS_H_
+#define OYSTER_ADDON_JS_STATUS_H_
+
+#include <napi.h>
+
+#include "util/status.h"
+
+namespace oyster {
+
+Napi::Error StatusToError(Napi::Env env, const Status& s);
+
+}  // namespace oyster
+
+#endif  // OYSTER_ADDON_JS_STATUS_H_

@@ -1,0 +1,117 @@
+#include "engine/blob.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/format.h"
+
+namespace oyster {
+
+Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
+           uint64_t records, uint64_t min_timestamp, uint64_t max_timestamp)
+    : id_(id),
+      file_(std::move(file)),
+      size_(size),
+      records_(records),
+      min_ts_(min_timestamp),
+      max_ts_(max_timestamp),
+      active_(std::move(index)) {}
+
+Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader)
+    : id_(id),
+      file_(std::move(file)),
+      size_(size),
+      records_(reader->header().records_total),
+      min_ts_(reader->header().min_timestamp),
+      max_ts_(reader->header().max_timestamp),
+      index_build_claimed_(true),
+      reader_(std::move(reader)) {}
+
+Status Blob::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  if (active_) {
+    *found = active_->Find(key, key_hash, e);
+    return Status::OK();
+  }
+  return reader_->Find(key, key_hash, e, found);
+}
+
+Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out) const {
+  const size_t hsize = RecordHeaderSize(key_size);
+  const size_t total = hsize + e.value_size;
+  std::unique_ptr<char[]> buf(new char[total]);
+  size_t n = 0;
+  Status s = file_->Read(e.offset, total, buf.get(), &n);
+  if (!s.ok()) return s;
+  const std::string where = file_->path() + " at offset " + std::to_string(e.offset);
+  if (n != total) return Status::Corruption("record truncated in " + where);
+  RecordHeader h;
+  if (!DecodeRecordHeader(buf.get(), key_size, e.offset, &h)) {
+    return Status::Corruption("record header damaged in " + where);
+  }
+  if (std::memcmp(h.key, key, key_size) != 0 || h.timestamp != e.timestamp ||
+      h.value_size != e.value_size) {
+    return Status::Corruption("index entry does not match the record in " + where);
+  }
+  if (!RecordValueCrcMatches(buf.get(), key_size, buf.get() + hsize, e.value_size, h.record_crc)) {
+    return Status::Corruption("record checksum mismatch in " + where);
+  }
+  out->storage = std::move(buf);
+  out->value_offset = hsize;
+  out->value_size = e.value_size;
+  return Status::OK();
+}
+
+void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size) {
+  uint64_t lo = min_ts_.load(std::memory_order_relaxed);
+  uint64_t hi = max_ts_.load(std::memory_order_relaxed);
+  bool empty = records_.load(std::memory_order_relaxed) == 0;
+  {
+    std::unique_lock<std::shared_mutex> l(mu_);
+    for (const NewRecord& r : records) {
+      active_->Insert(r.key, r.key_hash, r.entry);
+      lo = empty ? r.entry.timestamp : std::min(lo, r.entry.timestamp);
+      hi = empty ? r.entry.timestamp : std::max(hi, r.entry.timestamp);
+      empty = false;
+    }
+    // Published under the lock, so a reader that finds an entry also sees a
+    // max timestamp that covers it.
+    min_ts_.store(lo, std::memory_order_release);
+    max_ts_.store(hi, std::memory_order_release);
+    records_.fetch_add(records.size(), std::memory_order_acq_rel);
+    size_.store(new_size, std::memory_order_release);
+  }
+}
+
+bool Blob::in_memory() const {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  return active_ != nullptr;
+}
+
+void Blob::AttachIndexReader(std::unique_ptr<IndexReader> reader) {
+  std::unique_ptr<ActiveIndex> old;
+  {
+    std::unique_lock<std::shared_mutex> l(mu_);
+    reader_ = std::move(reader);
+    old = std::move(active_);
+  }
+  // `old` is freed here, outside the lock.
+}
+
+size_t Blob::IndexMemoryUsage() const {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  if (active_) return active_->MemoryUsage();
+  return reader_->MemoryUsage() - reader_->FilterMemoryUsage();
+}
+
+size_t Blob::FilterMemoryUsage() const {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  return active_ ? 0 : reader_->FilterMemoryUsage();
+}
+
+uint64_t Blob::IndexFileSize() const {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  return reader_ ? reader_->file_size() : 0;
+}
+
+}  // namespace oyster

@@ -1,0 +1,95 @@
+// Blob is one blob file with the index that serves lookups in it. While the
+// blob is written to (and until its index file exists) that is an exact
+// ActiveIndex in memory; afterwards an IndexReader over the index file, which
+// holds only a bloom filter and sparse fences in memory.
+
+#ifndef OYSTER_ENGINE_BLOB_H_
+#define OYSTER_ENGINE_BLOB_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "engine/active_index.h"
+#include "engine/index_reader.h"
+#include "util/file_system.h"
+#include "util/status.h"
+
+namespace oyster {
+
+// A record's bytes as read from disk; the value is a slice of `storage`.
+struct RecordBuffer {
+  std::unique_ptr<char[]> storage;
+  size_t value_offset = 0;
+  size_t value_size = 0;
+};
+
+class Blob {
+ public:
+  // A blob served from memory (new, or rebuilt by a scan).
+  Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
+       uint64_t records, uint64_t min_timestamp, uint64_t max_timestamp);
+  // A closed blob served by its index file.
+  Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader);
+
+  Blob(const Blob&) = delete;
+  Blob& operator=(const Blob&) = delete;
+
+  uint64_t id() const { return id_; }
+  File* file() const { return file_.get(); }
+  uint64_t size() const { return size_.load(std::memory_order_acquire); }
+  uint64_t records() const { return records_.load(std::memory_order_acquire); }
+  uint64_t max_timestamp() const { return max_ts_.load(std::memory_order_acquire); }
+
+  // Thread-safe lookup of the newest entry of key in this blob.
+  Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const;
+  // Reads the record an entry points at and verifies it belongs to `key`
+  // and passes its checksum; Corruption otherwise.
+  Status ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out) const;
+
+  // ---- Writer side (the engine serializes these).
+  struct NewRecord {
+    const char* key;
+    uint64_t key_hash;
+    IndexEntry entry;
+  };
+  // Publishes records already written to the file; the blob now ends at new_size.
+  void Publish(const std::vector<NewRecord>& records, uint64_t new_size);
+
+  // True while lookups are served from memory (no index file yet).
+  bool in_memory() const;
+  // The in-memory index; only valid while in_memory() and once no more records
+  // are published (the blob is sealed).
+  const ActiveIndex& sealed_index() const { return *active_; }
+  // Switches lookups to the index file and frees the in-memory index.
+  void AttachIndexReader(std::unique_ptr<IndexReader> reader);
+
+  // Exactly one thread writes a sealed blob's index file.
+  bool ClaimIndexBuild() { return !index_build_claimed_.exchange(true); }
+  void ReleaseIndexBuild() { index_build_claimed_.store(false); }
+
+  size_t IndexMemoryUsage() const;
+  size_t FilterMemoryUsage() const;
+  uint64_t IndexFileSize() const;
+
+ private:
+  const uint64_t id_;
+  const std::unique_ptr<File> file_;
+  std::atomic<uint64_t> size_;
+  std::atomic<uint64_t> records_;
+  std::atomic<uint64_t> min_ts_;
+  std::atomic<uint64_t> max_ts_;
+  std::atomic<bool> index_build_claimed_{false};
+
+  mutable std::shared_mutex mu_;  // guards active_ and reader_
+  std::unique_ptr<ActiveIndex> active_;
+  std::unique_ptr<IndexReader> reader_;
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_BLOB_H_

@@ -1,0 +1,633 @@
+#include "engine/engine.h"
+
+#include <errno.h>
+
+#include <algorithm>
+#include <map>
+
+#include "engine/blob_scanner.h"
+#include "engine/format.h"
+#include "engine/index_builder.h"
+#include "util/hash.h"
+
+namespace oyster {
+namespace {
+
+// A batch is written with one pwritev; these bound its size.
+constexpr size_t kMaxBatchRecords = 512;
+constexpr uint64_t kMaxBatchBytes = 8 << 20;
+// Batches one writer task writes before yielding its thread to other work.
+constexpr int kBatchesPerTask = 4;
+
+uint64_t RecordBytes(const WriteRequest* r, size_t key_size) {
+  return RecordHeaderSize(key_size) + (r->tombstone ? 0 : r->value_size);
+}
+
+}  // namespace
+
+Engine::Engine(const EngineOptions& options, std::string dir)
+    : options_(options),
+      dir_(std::move(dir)),
+      fs_(options.fs ? options.fs : FileSystem::Default()),
+      current_(std::make_shared<BlobSet>()) {}
+
+Engine::~Engine() = default;
+
+Status Engine::Open(const EngineOptions& options, const std::string& dir,
+                    std::shared_ptr<Engine>* engine, RecoveryReport* report) {
+  *report = RecoveryReport();
+  Status s = options.Validate();
+  if (!s.ok()) return s;
+  std::shared_ptr<Engine> e(new Engine(options, dir));
+  s = e->fs_->CreateDir(dir);
+  if (s.ok()) s = e->fs_->SyncDir(ParentDir(dir));
+  if (s.ok()) s = e->fs_->LockDir(dir, &e->lock_);
+  if (s.ok()) s = e->Recover(report);
+  if (!s.ok()) return s;
+  *engine = std::move(e);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------- recovery
+
+Status Engine::Recover(RecoveryReport* report) {
+  std::vector<std::string> names;
+  Status s = fs_->ListDir(dir_, &names);
+  if (!s.ok()) return s;
+  struct Files {
+    bool blob = false;
+    bool index = false;
+  };
+  std::map<uint64_t, Files> files;
+  uint64_t max_id = 0;
+  bool changed = false;
+  for (const std::string& name : names) {
+    uint64_t id = 0;
+    switch (ParseFileName(name, options_.blob_file_prefix, &id)) {
+      case FileKind::kBlob: files[id].blob = true; break;
+      case FileKind::kIndex: files[id].index = true; break;
+      case FileKind::kTempIndex:
+        // An index build interrupted by a crash; never renamed into place.
+        s = fs_->Remove(JoinPath(dir_, name));
+        if (!s.ok()) return s;
+        report->files_removed++;
+        report->events.push_back("removed unfinished index file " + name);
+        changed = true;
+        break;
+      case FileKind::kOther: continue;
+    }
+    max_id = std::max(max_id, id);
+  }
+  // Blob ids are never reused, so no stale file can ever describe a new blob.
+  next_blob_id_ = max_id + 1;
+
+  std::vector<uint64_t> ids;
+  for (const auto& [id, f] : files) {
+    if (f.blob) {
+      ids.push_back(id);
+    } else {
+      s = fs_->Remove(JoinPath(dir_, IndexFileName(options_.blob_file_prefix, id)));
+      if (!s.ok()) return s;
+      report->files_removed++;
+      report->events.push_back("removed index file of missing blob " + std::to_string(id));
+      changed = true;
+    }
+  }
+  std::vector<std::shared_ptr<Blob>> blobs;
+  for (size_t i = 0; i < ids.size(); i++) {
+    size_t before = report->files_removed + report->blobs_quarantined;
+    s = RecoverBlob(ids[i], i + 1 == ids.size(), files[ids[i]].index, report, &blobs);
+    if (!s.ok()) return s;
+    if (report->files_removed + report->blobs_quarantined != before) changed = true;
+  }
+  if (changed) {
+    s = fs_->SyncDir(dir_);
+    if (!s.ok()) return s;
+  }
+  std::reverse(blobs.begin(), blobs.end());
+  report->blobs = blobs.size();
+  InstallBlobSet(std::move(blobs));
+  if (active_) active_id_.store(active_->id());
+  return Status::OK();
+}
+
+Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryReport* report,
+                           std::vector<std::shared_ptr<Blob>>* blobs) {
+  const std::string& prefix = options_.blob_file_prefix;
+  const std::string name = BlobFileName(prefix, id);
+  const std::string path = JoinPath(dir_, name);
+  const std::string index_path = JoinPath(dir_, IndexFileName(prefix, id));
+  std::unique_ptr<File> file;
+  Status s = fs_->OpenFile(path, false, &file);
+  if (!s.ok()) return s;
+  uint64_t size = 0;
+  s = file->Size(&size);
+  if (!s.ok()) return s;
+
+  if (size < kBlobHeaderSize) {
+    // A blob's header is synced before its first record is written, so a
+    // blob shorter than a header never held a record.
+    file.reset();
+    s = fs_->Remove(path);
+    if (s.ok() && has_index) s = fs_->Remove(index_path);
+    if (!s.ok()) return s;
+    report->files_removed++;
+    report->events.push_back("removed " + name + ": shorter than a blob header (" + std::to_string(size) +
+                             " bytes), it never held a record");
+    return Status::OK();
+  }
+  char hbuf[kBlobHeaderSize];
+  size_t n = 0;
+  s = file->Read(0, kBlobHeaderSize, hbuf, &n);
+  if (!s.ok()) return s;
+  BlobHeader header;
+  s = DecodeBlobHeader(hbuf, &header);
+  if (s.code() == Status::kNotSupported) return Status::NotSupported(path + ": " + s.message());
+  if (s.ok() && header.blob_id != id) s = Status::Corruption("header names blob " + std::to_string(header.blob_id));
+  if (!s.ok()) {
+    file.reset();
+    return Quarantine(name, s.message(), report);
+  }
+  if (header.key_size != options_.key_size) {
+    return Status::InvalidArgument(path + " holds " + std::to_string(header.key_size) +
+                                   "-byte keys; the engine is configured for " +
+                                   std::to_string(options_.key_size));
+  }
+
+  if (has_index) {
+    std::unique_ptr<File> index_file;
+    s = fs_->OpenFile(index_path, false, &index_file);
+    std::unique_ptr<IndexReader> reader;
+    if (s.ok()) s = IndexReader::Open(std::move(index_file), options_.key_size, id, size, &reader);
+    if (s.ok()) {
+      blobs->push_back(std::make_shared<Blob>(id, std::move(file), size, std::move(reader)));
+      report->indexes_loaded++;
+      return Status::OK();
+    }
+    if (!s.IsCorruption()) return s;
+    report->events.push_back("index of " + name + " is unusable (" + s.message() + "); rebuilding it");
+  }
+
+  auto index = std::make_unique<ActiveIndex>(options_.key_size);
+  uint64_t min_ts = UINT64_MAX, max_ts = 0;
+  ScanResult scan;
+  s = ScanBlob(*file, kBlobHeaderSize, size, options_.key_size,
+               [&](const char* key, const IndexEntry& e, bool) {
+                 index->Insert(key, KeyHash64(key, options_.key_size), e);
+                 min_ts = std::min(min_ts, e.timestamp);
+                 max_ts = std::max(max_ts, e.timestamp);
+               },
+               &scan);
+  if (!s.ok()) return s;
+  report->blobs_scanned++;
+  report->corrupt_records += scan.corrupt_records;
+  report->skipped_bytes += scan.skipped_bytes;
+  if (scan.corrupt_records > 0) {
+    report->events.push_back(name + ": " + std::to_string(scan.corrupt_records) +
+                             " record(s) fail their checksum; reads of them report corruption");
+  }
+  if (scan.skipped_regions > 0) {
+    report->events.push_back(name + ": stepped over " + std::to_string(scan.skipped_regions) +
+                             " damaged region(s), " + std::to_string(scan.skipped_bytes) + " bytes");
+  }
+  if (scan.valid_end < size) {
+    s = file->Truncate(scan.valid_end);
+    if (!s.ok()) return s;
+    report->bytes_truncated += size - scan.valid_end;
+    report->events.push_back(name + ": cut a torn tail of " + std::to_string(size - scan.valid_end) +
+                             " bytes at offset " + std::to_string(scan.valid_end));
+  }
+  if (scan.records == 0) min_ts = 0;
+  auto blob = std::make_shared<Blob>(id, std::move(file), scan.valid_end, std::move(index), scan.records,
+                                     min_ts, max_ts);
+  // What survived the crash in the page cache becomes durable before new
+  // records are appended behind it.
+  s = blob->file()->Sync();
+  if (!s.ok()) return s;
+  if (last && !has_index) {
+    active_ = blob;  // the blob that was being written continues
+  } else {
+    blob->ClaimIndexBuild();
+    s = BuildIndex(blob);
+    if (!s.ok()) return s;
+    report->indexes_rebuilt++;
+  }
+  blobs->push_back(std::move(blob));
+  return Status::OK();
+}
+
+Status Engine::Quarantine(const std::string& name, const std::string& why, RecoveryReport* report) {
+  const std::string dir = JoinPath(dir_, "corrupted");
+  Status s = fs_->CreateDir(dir);
+  if (s.ok()) s = fs_->Rename(JoinPath(dir_, name), JoinPath(dir, name));
+  if (s.ok()) s = fs_->SyncDir(dir);
+  if (!s.ok()) return s;
+  report->blobs_quarantined++;
+  report->events.push_back("moved " + name + " to corrupted/: " + why);
+  return Status::OK();
+}
+
+// ------------------------------------------------------------------- reads
+
+std::shared_ptr<const Engine::BlobSet> Engine::Current() const {
+  std::lock_guard<std::mutex> l(set_mu_);
+  return current_;
+}
+
+void Engine::InstallBlobSet(std::vector<std::shared_ptr<Blob>> blobs) {
+  auto set = std::make_shared<BlobSet>();
+  set->blobs = std::move(blobs);
+  std::lock_guard<std::mutex> l(set_mu_);
+  current_ = std::move(set);
+}
+
+Status Engine::FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEntry* entry, bool* found) {
+  *found = false;
+  if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
+  const uint64_t hash = KeyHash64(key, options_.key_size);
+  std::shared_ptr<const BlobSet> set = Current();
+  for (const std::shared_ptr<Blob>& b : set->blobs) {
+    // Blobs are visited newest first, and an older blob loses ties, so a blob
+    // whose newest record is not newer than what was found cannot matter.
+    if (*found && b->max_timestamp() <= entry->timestamp) continue;
+    IndexEntry e;
+    bool f = false;
+    Status s = b->Find(key, hash, &e, &f);
+    if (!s.ok()) return s;
+    if (f && (!*found || e.timestamp > entry->timestamp)) {
+      *entry = e;
+      *blob = b;
+      *found = true;
+    }
+  }
+  return Status::OK();
+}
+
+Status Engine::Get(const char* key, GetResult* result) {
+  std::shared_ptr<Blob> blob;
+  IndexEntry e;
+  bool found = false;
+  result->kind = GetResult::kAbsent;
+  Status s = FindNewest(key, &blob, &e, &found);
+  if (!s.ok() || !found) return s;
+  result->timestamp = e.timestamp;
+  if (e.flags & kFlagTombstone) {
+    result->kind = GetResult::kDeleted;
+    return Status::OK();
+  }
+  s = blob->ReadRecord(key, options_.key_size, e, &result->record);
+  if (s.IsCorruption()) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
+  if (s.ok()) result->kind = GetResult::kFound;
+  return s;
+}
+
+Status Engine::Lookup(const char* key, LookupResult* result) {
+  std::shared_ptr<Blob> blob;
+  IndexEntry e;
+  bool found = false;
+  result->kind = GetResult::kAbsent;
+  Status s = FindNewest(key, &blob, &e, &found);
+  if (!s.ok() || !found) return s;
+  result->timestamp = e.timestamp;
+  result->kind = (e.flags & kFlagTombstone) ? GetResult::kDeleted : GetResult::kFound;
+  return Status::OK();
+}
+
+// ------------------------------------------------------------------ writes
+
+void Engine::Write(WriteRequest* req) {
+  if (!req->tombstone && req->value_size > kMaxValueSize) {
+    req->Done(Status::InvalidArgument("value larger than 4 GiB - 1"));
+    return;
+  }
+  bool accepted = false;
+  bool schedule = false;
+  {
+    std::lock_guard<std::mutex> l(queue_mu_);
+    if (accepting_) {
+      queue_.push_back(req);
+      accepted = true;
+      schedule = !writer_scheduled_;
+      writer_scheduled_ = true;
+    }
+  }
+  if (!accepted) {
+    req->Done(Status::Closed("engine is closed"));
+  } else if (schedule) {
+    ScheduleWriter();
+  }
+}
+
+void Engine::ScheduleWriter() {
+  std::shared_ptr<Engine> self = shared_from_this();
+  options_.executor->Schedule([self] { self->WriterTask(); });
+}
+
+namespace {
+
+// Moves the next batch out of the queue; empty when the queue is.
+std::vector<WriteRequest*> TakeBatch(std::deque<WriteRequest*>* queue, size_t key_size) {
+  std::vector<WriteRequest*> batch;
+  uint64_t bytes = 0;
+  while (!queue->empty() && batch.size() < kMaxBatchRecords) {
+    uint64_t b = RecordBytes(queue->front(), key_size);
+    if (!batch.empty() && bytes + b > kMaxBatchBytes) break;
+    bytes += b;
+    batch.push_back(queue->front());
+    queue->pop_front();
+  }
+  return batch;
+}
+
+}  // namespace
+
+void Engine::WriterTask() {
+  std::unique_lock<std::mutex> wl(write_mu_);
+  for (int round = 0; round < kBatchesPerTask; round++) {
+    std::vector<WriteRequest*> batch;
+    {
+      std::lock_guard<std::mutex> l(queue_mu_);
+      batch = TakeBatch(&queue_, options_.key_size);
+      if (batch.empty()) {
+        writer_scheduled_ = false;
+        return;
+      }
+    }
+    WriteBatchLocked(batch);
+  }
+  wl.unlock();
+  // More may be queued: continue as a new task so other engines' work and
+  // reads get a turn on the pool (writer_scheduled_ stays set).
+  ScheduleWriter();
+}
+
+void Engine::DrainQueueLocked() {
+  for (;;) {
+    std::vector<WriteRequest*> batch;
+    {
+      std::lock_guard<std::mutex> l(queue_mu_);
+      batch = TakeBatch(&queue_, options_.key_size);
+    }
+    if (batch.empty()) return;
+    WriteBatchLocked(batch);
+  }
+}
+
+void Engine::WriteBatchLocked(const std::vector<WriteRequest*>& batch) {
+  const size_t k = options_.key_size;
+  size_t i = 0;
+  while (i < batch.size()) {
+    Status s;
+    if (closed_) {
+      s = Status::Closed("engine is closed");
+    } else if (!write_error_.ok()) {
+      s = write_error_;
+    } else if (!active_) {
+      s = CreateActiveBlobLocked();
+    }
+    if (!s.ok()) {
+      for (size_t j = i; j < batch.size(); j++) batch[j]->Done(s);
+      return;
+    }
+    // The records that still fit into the active blob.
+    const uint64_t size = active_->size();
+    const uint64_t records = active_->records();
+    size_t j = i;
+    uint64_t bytes = 0;
+    while (j < batch.size()) {
+      uint64_t rec = RecordBytes(batch[j], k);
+      uint64_t n = records + (j - i);
+      if (n >= options_.max_data_in_blob) break;
+      if (n > 0 && size + bytes + rec > options_.max_blob_size) break;
+      bytes += rec;
+      j++;
+    }
+    if (j == i) {
+      s = SealActiveLocked(false);
+      if (!s.ok()) {
+        for (size_t m = i; m < batch.size(); m++) batch[m]->Done(s);
+        return;
+      }
+      continue;
+    }
+    s = AppendLocked(batch, i, j);
+    for (size_t m = i; m < j; m++) batch[m]->Done(s);
+    i = j;
+  }
+}
+
+Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to) {
+  const size_t k = options_.key_size;
+  const size_t hsize = RecordHeaderSize(k);
+  header_buf_.resize((to - from) * hsize);
+  iov_buf_.clear();
+  publish_buf_.clear();
+  const uint64_t start = active_->size();
+  uint64_t offset = start;
+  for (size_t i = from; i < to; i++) {
+    const WriteRequest* r = batch[i];
+    char* h = header_buf_.data() + (i - from) * hsize;
+    const uint8_t flags = r->tombstone ? kFlagTombstone : 0;
+    const uint32_t vsize = r->tombstone ? 0 : static_cast<uint32_t>(r->value_size);
+    EncodeRecordHeader(flags, offset, r->timestamp, r->key, k, r->value, vsize, h);
+    iov_buf_.push_back(IoSlice{h, hsize});
+    if (vsize > 0) iov_buf_.push_back(IoSlice{r->value, vsize});
+    IndexEntry e;
+    e.timestamp = r->timestamp;
+    e.offset = offset;
+    e.value_size = vsize;
+    e.flags = flags;
+    publish_buf_.push_back(Blob::NewRecord{r->key, KeyHash64(r->key, k), e});
+    offset += hsize + vsize;
+  }
+  File* f = active_->file();
+  Status s = f->Write(start, iov_buf_.data(), static_cast<int>(iov_buf_.size()));
+  if (!s.ok()) {
+    // Cut the partial batch off so that the blob ends at a record boundary.
+    Status t = f->Truncate(start);
+    if (!t.ok()) {
+      SetWriteError(Status::IOError("cannot roll back a failed write in " + f->path() +
+                                    "; writes are disabled until the engine is reopened", t.err()));
+    }
+    return s;
+  }
+  dirty_bytes_ += offset - start;
+  if (options_.sync_writes || dirty_bytes_ > options_.max_dirty_bytes_before_sync) {
+    s = f->Sync();
+    if (!s.ok()) {
+      // After a failed fdatasync the kernel may have dropped the dirty pages:
+      // nothing written since the last good sync can be trusted any more.
+      SetWriteError(Status::IOError("fdatasync failed on " + f->path() +
+                                    "; writes are disabled until the engine is reopened", s.err()));
+      return s;
+    }
+    dirty_bytes_ = 0;
+  }
+  active_->Publish(publish_buf_, offset);
+  return Status::OK();
+}
+
+void Engine::SetWriteError(const Status& s) {
+  write_error_ = s;
+  std::lock_guard<std::mutex> l(build_mu_);
+  write_error_text_ = s.ToString();
+}
+
+Status Engine::CreateActiveBlobLocked() {
+  const uint64_t id = next_blob_id_++;
+  const std::string path = JoinPath(dir_, BlobFileName(options_.blob_file_prefix, id));
+  std::unique_ptr<File> file;
+  Status s = fs_->OpenFile(path, true, &file);
+  if (!s.ok()) return s;
+  BlobHeader h;
+  h.key_size = options_.key_size;
+  h.blob_id = id;
+  char buf[kBlobHeaderSize];
+  EncodeBlobHeader(h, buf);
+  IoSlice slice{buf, kBlobHeaderSize};
+  s = file->Write(0, &slice, 1);
+  if (s.ok()) s = file->Sync();
+  if (s.ok()) s = fs_->SyncDir(dir_);
+  if (!s.ok()) {
+    file.reset();
+    fs_->Remove(path);  // best effort: a short blob is removed on the next open anyway
+    return s;
+  }
+  auto blob = std::make_shared<Blob>(id, std::move(file), kBlobHeaderSize,
+                                     std::make_unique<ActiveIndex>(options_.key_size), 0, 0, 0);
+  std::vector<std::shared_ptr<Blob>> blobs{blob};
+  for (const auto& b : Current()->blobs) blobs.push_back(b);
+  InstallBlobSet(std::move(blobs));
+  active_ = std::move(blob);
+  active_id_.store(id);
+  dirty_bytes_ = 0;
+  return Status::OK();
+}
+
+Status Engine::SealActiveLocked(bool build_now) {
+  if (!active_) return Status::OK();
+  std::shared_ptr<Blob> blob = std::move(active_);
+  active_.reset();
+  active_id_.store(0);
+  dirty_bytes_ = 0;  // the index build syncs the blob first
+  if (blob->records() == 0) {
+    // Nothing to index: drop the empty file instead.
+    std::vector<std::shared_ptr<Blob>> rest;
+    for (const auto& b : Current()->blobs) {
+      if (b != blob) rest.push_back(b);
+    }
+    InstallBlobSet(std::move(rest));
+    const std::string path = blob->file()->path();
+    blob.reset();
+    Status s = fs_->Remove(path);
+    if (s.ok()) s = fs_->SyncDir(dir_);
+    return s;
+  }
+  if (build_now) {
+    blob->ClaimIndexBuild();
+    Status s = BuildIndex(blob);
+    if (!s.ok()) blob->ReleaseIndexBuild();  // Close retries
+    return s;
+  }
+  std::shared_ptr<Engine> self = shared_from_this();
+  options_.executor->Schedule([self, blob] { self->BackgroundBuild(blob); });
+  return Status::OK();
+}
+
+Status Engine::BuildIndex(const std::shared_ptr<Blob>& blob) {
+  Status s = blob->file()->Sync();
+  if (!s.ok()) return s;
+  IndexBuildParams p;
+  p.dir = dir_;
+  p.prefix = options_.blob_file_prefix;
+  p.blob_id = blob->id();
+  p.blob_size = blob->size();
+  p.records_total = blob->records();
+  p.bloom_bits_per_key = options_.bloom_bits_per_key;
+  std::unique_ptr<IndexReader> reader;
+  s = BuildIndexFile(fs_, p, blob->sealed_index(), &reader);
+  if (!s.ok()) return s;
+  blob->AttachIndexReader(std::move(reader));
+  return Status::OK();
+}
+
+void Engine::BackgroundBuild(const std::shared_ptr<Blob>& blob) {
+  if (shut_.load(std::memory_order_acquire) || !blob->ClaimIndexBuild()) return;
+  Status s = BuildIndex(blob);
+  {
+    std::lock_guard<std::mutex> l(build_mu_);
+    if (!s.ok()) {
+      // The blob keeps serving from memory; Close tries again.
+      background_error_ = "index build of blob " + std::to_string(blob->id()) + ": " + s.ToString();
+      blob->ReleaseIndexBuild();
+    }
+  }
+  build_cv_.notify_all();
+}
+
+// ----------------------------------------------------------------- control
+
+Status Engine::CloseActiveBlob() {
+  std::lock_guard<std::mutex> wl(write_mu_);
+  if (closed_) return Status::Closed("engine is closed");
+  DrainQueueLocked();
+  return SealActiveLocked(true);
+}
+
+Status Engine::Close() {
+  {
+    std::lock_guard<std::mutex> l(queue_mu_);
+    accepting_ = false;
+  }
+  std::lock_guard<std::mutex> wl(write_mu_);
+  if (closed_) return Status::OK();
+  DrainQueueLocked();
+  shut_.store(true, std::memory_order_release);
+  Status result = SealActiveLocked(true);
+  for (const auto& blob : Current()->blobs) {
+    std::unique_lock<std::mutex> bl(build_mu_);
+    while (blob->in_memory()) {
+      if (blob->ClaimIndexBuild()) {
+        bl.unlock();
+        Status s = BuildIndex(blob);
+        if (result.ok()) result = s;
+        bl.lock();
+        break;
+      }
+      // A background build of this blob is running; it notifies when done.
+      build_cv_.wait(bl);
+    }
+  }
+  closed_ = true;
+  lock_.reset();
+  return result;
+}
+
+// ------------------------------------------------------------------- stats
+
+uint64_t Engine::RecordsCount() const {
+  uint64_t n = 0;
+  for (const auto& b : Current()->blobs) n += b->records();
+  return n;
+}
+
+EngineStats Engine::Stats() const {
+  EngineStats st;
+  for (const auto& b : Current()->blobs) {
+    st.blobs++;
+    st.records += b->records();
+    st.disk_bytes += b->size() + b->IndexFileSize();
+    st.index_memory += b->IndexMemoryUsage();
+    st.filter_memory += b->FilterMemoryUsage();
+    if (b->in_memory()) st.blobs_in_memory++;
+  }
+  st.active_blob_id = active_id_.load();
+  st.has_active_blob = st.active_blob_id != 0;
+  st.corrupt_reads = corrupt_reads_.load();
+  std::lock_guard<std::mutex> l(build_mu_);
+  st.background_error = background_error_;
+  st.write_error = write_error_text_;
+  return st;
+}
+
+}  // namespace oyster

@@ -1,0 +1,180 @@
+// Engine stores the records of one partition directory: append-only blob
+// files, index files for closed blobs, crash recovery on open. Reads are
+// blocking and thread-safe; writes are queued and written in batches by one
+// writer at a time on the executor, which also gives group commit.
+
+#ifndef OYSTER_ENGINE_ENGINE_H_
+#define OYSTER_ENGINE_ENGINE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/blob.h"
+#include "engine/options.h"
+#include "util/file_system.h"
+#include "util/status.h"
+
+namespace oyster {
+
+// A put or a delete (tombstone). Owned by the caller; the engine calls Done
+// exactly once, from one of its threads, and does not touch it afterwards.
+class WriteRequest {
+ public:
+  virtual ~WriteRequest() = default;
+  virtual void Done(const Status& s) = 0;
+
+  const char* key = nullptr;  // key_size bytes
+  uint64_t timestamp = 0;
+  const char* value = nullptr;
+  uint64_t value_size = 0;
+  bool tombstone = false;
+};
+
+struct GetResult {
+  enum Kind { kAbsent, kFound, kDeleted };
+  Kind kind = kAbsent;
+  uint64_t timestamp = 0;  // of the newest record (also set when it is corrupt)
+  RecordBuffer record;     // kFound: the record; the value is a slice of it
+};
+
+struct LookupResult {
+  GetResult::Kind kind = GetResult::kAbsent;
+  uint64_t timestamp = 0;
+};
+
+// What Open found and repaired, for logs and tests.
+struct RecoveryReport {
+  uint64_t blobs = 0;               // blob files in service after open
+  uint64_t indexes_loaded = 0;      // closed blobs served by their existing index file
+  uint64_t blobs_scanned = 0;       // blobs read record by record (no valid index)
+  uint64_t indexes_rebuilt = 0;     // index files written during open
+  uint64_t bytes_truncated = 0;     // torn or garbage tails cut off
+  uint64_t corrupt_records = 0;     // records found with a failing checksum
+  uint64_t skipped_bytes = 0;       // damaged regions inside blobs, stepped over
+  uint64_t blobs_quarantined = 0;   // blobs with an unreadable header, moved to corrupted/
+  uint64_t files_removed = 0;       // empty blobs, temporary and orphaned index files
+  std::vector<std::string> events;  // one line per repair, for the log
+};
+
+struct EngineStats {
+  uint64_t blobs = 0;
+  uint64_t records = 0;          // every record: superseded versions and tombstones included
+  uint64_t active_blob_id = 0;   // 0 when there is no active blob
+  bool has_active_blob = false;
+  uint64_t disk_bytes = 0;       // blob and index files
+  uint64_t index_memory = 0;     // in-memory indexes and fences
+  uint64_t filter_memory = 0;    // bloom filters of closed blobs
+  uint64_t blobs_in_memory = 0;  // blobs without an index file yet (active, or index pending)
+  uint64_t corrupt_reads = 0;    // reads that met a checksum failure since open
+  std::string background_error;  // last failure of a background index build, if any
+  std::string write_error;       // set when a failed write poisoned the engine
+};
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  // Opens (creating the leaf directory if needed) and recovers `dir`.
+  static Status Open(const EngineOptions& options, const std::string& dir,
+                     std::shared_ptr<Engine>* engine, RecoveryReport* report);
+
+  // Closes files without writing indexes, as a crash would; Close() is the
+  // orderly way.
+  ~Engine();
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a put or delete; req->Done reports the outcome.
+  void Write(WriteRequest* req);
+
+  // The newest record of key across all blobs. Corruption if that record
+  // fails its checksum (result->timestamp is still set).
+  Status Get(const char* key, GetResult* result);
+  // Like Get, without reading the value.
+  Status Lookup(const char* key, LookupResult* result);
+
+  // Seals the active blob and writes its index file; the next write starts a
+  // new blob. Returns once the index is on disk.
+  Status CloseActiveBlob();
+  // Finishes queued writes, writes every missing index file and releases the
+  // directory. Later calls fail with Closed.
+  Status Close();
+
+  uint64_t RecordsCount() const;
+  EngineStats Stats() const;
+  const EngineOptions& options() const { return options_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct BlobSet {
+    std::vector<std::shared_ptr<Blob>> blobs;  // newest (highest id) first
+  };
+
+  Engine(const EngineOptions& options, std::string dir);
+
+  Status Recover(RecoveryReport* report);
+  Status RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryReport* report,
+                     std::vector<std::shared_ptr<Blob>>* blobs);
+  Status Quarantine(const std::string& name, const std::string& why, RecoveryReport* report);
+
+  std::shared_ptr<const BlobSet> Current() const;
+  void InstallBlobSet(std::vector<std::shared_ptr<Blob>> blobs);
+  Status FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEntry* entry, bool* found);
+
+  // ---- Writer side; everything below runs with write_mu_ held.
+  void ScheduleWriter();
+  void WriterTask();
+  void DrainQueueLocked();
+  void WriteBatchLocked(const std::vector<WriteRequest*>& batch);
+  Status AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to);
+  Status CreateActiveBlobLocked();
+  // Moves the active blob to the sealed state; its index is built in the
+  // background unless `build_now`.
+  Status SealActiveLocked(bool build_now);
+  Status BuildIndex(const std::shared_ptr<Blob>& blob);
+  void BackgroundBuild(const std::shared_ptr<Blob>& blob);
+  void SetWriteError(const Status& s);
+
+  const EngineOptions options_;
+  const std::string dir_;
+  FileSystem* const fs_;
+  std::unique_ptr<DirLock> lock_;
+
+  mutable std::mutex set_mu_;
+  std::shared_ptr<const BlobSet> current_;
+
+  std::mutex queue_mu_;
+  std::deque<WriteRequest*> queue_;
+  bool writer_scheduled_ = false;
+  bool accepting_ = true;
+
+  std::mutex write_mu_;
+  std::shared_ptr<Blob> active_;
+  uint64_t next_blob_id_ = 1;
+  uint64_t dirty_bytes_ = 0;
+  Status write_error_;  // non-OK: every later write fails with it
+  bool closed_ = false;
+  std::vector<char> header_buf_;
+  std::vector<IoSlice> iov_buf_;
+  std::vector<Blob::NewRecord> publish_buf_;
+
+  // Index builds of sealed blobs running in the background, and the error
+  // strings reported by Stats.
+  mutable std::mutex build_mu_;
+  std::condition_variable build_cv_;
+  std::string background_error_;
+  std::string write_error_text_;
+
+  std::atomic<bool> shut_{false};  // Close has begun: no reads, no new background work
+  std::atomic<uint64_t> active_id_{0};
+  std::atomic<uint64_t> corrupt_reads_{0};
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_ENGINE_H_

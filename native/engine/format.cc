@@ -1,0 +1,112 @@
+#include "engine/format.h"
+
+#include <cstring>
+
+#include "util/coding.h"
+#include "util/crc32c.h"
+
+namespace oyster {
+
+// Blob header layout:
+//   0 u64 magic | 8 u32 version | 12 u32 key_size | 16 u64 blob_id
+//   24 u32 reserved (0) | 28 u32 CRC32C of bytes [0, 28)
+void EncodeBlobHeader(const BlobHeader& h, char* dst) {
+  std::memset(dst, 0, kBlobHeaderSize);
+  EncodeFixed64(dst, kBlobMagic);
+  EncodeFixed32(dst + 8, h.version);
+  EncodeFixed32(dst + 12, h.key_size);
+  EncodeFixed64(dst + 16, h.blob_id);
+  EncodeFixed32(dst + 28, crc32c::Value(dst, 28));
+}
+
+Status DecodeBlobHeader(const char* src, BlobHeader* h) {
+  if (DecodeFixed64(src) != kBlobMagic) return Status::Corruption("bad blob magic");
+  if (DecodeFixed32(src + 28) != crc32c::Value(src, 28)) {
+    return Status::Corruption("blob header checksum mismatch");
+  }
+  h->version = DecodeFixed32(src + 8);
+  h->key_size = DecodeFixed32(src + 12);
+  h->blob_id = DecodeFixed64(src + 16);
+  if (h->version != kBlobFormatVersion) {
+    return Status::NotSupported("blob format version " + std::to_string(h->version));
+  }
+  return Status::OK();
+}
+
+// Record header layout (K = key size):
+//   0 u32 magic | 4 u8 flags | 5 3 bytes reserved (0) | 8 u64 offset
+//   16 u64 timestamp | 24 u32 value_size | 28 K key
+//   28+K u32 record CRC (header [0, 28+K) ++ value) | 32+K u32 header CRC ([0, 32+K))
+void EncodeRecordHeader(uint8_t flags, uint64_t offset, uint64_t timestamp, const char* key,
+                        size_t key_size, const char* value, uint32_t value_size, char* dst) {
+  EncodeFixed32(dst, kRecordMagic);
+  dst[4] = static_cast<char>(flags);
+  dst[5] = dst[6] = dst[7] = 0;
+  EncodeFixed64(dst + 8, offset);
+  EncodeFixed64(dst + 16, timestamp);
+  EncodeFixed32(dst + 24, value_size);
+  std::memcpy(dst + 28, key, key_size);
+  uint32_t crc = crc32c::Extend(RecordCrcPrefix(dst, key_size), value, value_size);
+  EncodeFixed32(dst + 28 + key_size, crc);
+  EncodeFixed32(dst + 32 + key_size, crc32c::Value(dst, 32 + key_size));
+}
+
+uint32_t RecordCrcPrefix(const char* header, size_t key_size) {
+  return crc32c::Value(header, 28 + key_size);
+}
+
+bool RecordValueCrcMatches(const char* header, size_t key_size, const char* value, size_t n,
+                           uint32_t expected) {
+  return crc32c::Extend(RecordCrcPrefix(header, key_size), value, n) == expected;
+}
+
+bool DecodeRecordHeader(const char* src, size_t key_size, uint64_t at, RecordHeader* h) {
+  if (DecodeFixed32(src) != kRecordMagic) return false;
+  if (DecodeFixed32(src + 32 + key_size) != crc32c::Value(src, 32 + key_size)) return false;
+  h->flags = static_cast<uint8_t>(src[4]);
+  h->offset = DecodeFixed64(src + 8);
+  h->timestamp = DecodeFixed64(src + 16);
+  h->value_size = DecodeFixed32(src + 24);
+  h->key = src + 28;
+  h->record_crc = DecodeFixed32(src + 28 + key_size);
+  if ((h->flags & ~kKnownRecordFlags) != 0) return false;
+  if (src[5] != 0 || src[6] != 0 || src[7] != 0) return false;
+  if (h->offset != at) return false;
+  if ((h->flags & kFlagTombstone) && h->value_size != 0) return false;
+  return true;
+}
+
+std::string BlobFileName(const std::string& prefix, uint64_t id) {
+  return prefix + "." + std::to_string(id) + ".blob";
+}
+
+std::string IndexFileName(const std::string& prefix, uint64_t id) {
+  return prefix + "." + std::to_string(id) + ".index";
+}
+
+std::string TempIndexFileName(const std::string& prefix, uint64_t id) {
+  return IndexFileName(prefix, id) + ".tmp";
+}
+
+FileKind ParseFileName(const std::string& name, const std::string& prefix, uint64_t* id) {
+  if (name.size() <= prefix.size() + 1 || name.compare(0, prefix.size(), prefix) != 0 ||
+      name[prefix.size()] != '.') {
+    return FileKind::kOther;
+  }
+  size_t pos = prefix.size() + 1;
+  size_t digits_end = pos;
+  while (digits_end < name.size() && name[digits_end] >= '0' && name[digits_end] <= '9') digits_end++;
+  size_t digits = digits_end - pos;
+  if (digits == 0 || digits > 19) return FileKind::kOther;
+  if (digits > 1 && name[pos] == '0') return FileKind::kOther;  // one spelling per id
+  uint64_t v = 0;
+  for (size_t i = pos; i < digits_end; i++) v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+  std::string rest = name.substr(digits_end);
+  *id = v;
+  if (rest == ".blob") return FileKind::kBlob;
+  if (rest == ".index") return FileKind::kIndex;
+  if (rest == ".index.tmp") return FileKind::kTempIndex;
+  return FileKind::kOther;
+}
+
+}  // namespace oyster

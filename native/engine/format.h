@@ -1,0 +1,75 @@
+// Byte layouts of blob files and their records (docs/FORMAT.md is the
+// normative description; keep the two in step).
+
+#ifndef OYSTER_ENGINE_FORMAT_H_
+#define OYSTER_ENGINE_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "util/status.h"
+
+namespace oyster {
+
+// ---- Blob file header: 32 bytes at offset 0 of every blob file.
+constexpr uint64_t kBlobMagic = 0x424F4C425453594Full;  // bytes "OYSTBLOB"
+constexpr uint32_t kBlobFormatVersion = 1;
+constexpr size_t kBlobHeaderSize = 32;
+
+struct BlobHeader {
+  uint32_t version = kBlobFormatVersion;
+  uint32_t key_size = 0;
+  uint64_t blob_id = 0;
+};
+
+void EncodeBlobHeader(const BlobHeader& h, char* dst /* kBlobHeaderSize bytes */);
+// Corruption when magic or CRC do not match, NotSupported for an unknown version.
+Status DecodeBlobHeader(const char* src, BlobHeader* h);
+
+// ---- Record: header (36 + K bytes) immediately followed by the value.
+constexpr uint32_t kRecordMagic = 0x4352594Fu;  // "OYRC"
+constexpr uint8_t kFlagTombstone = 0x01;
+constexpr uint8_t kKnownRecordFlags = kFlagTombstone;
+constexpr size_t kRecordFixedSize = 36;  // header size without the key
+constexpr uint64_t kMaxValueSize = 0xFFFFFFFFull;
+
+inline size_t RecordHeaderSize(size_t key_size) { return kRecordFixedSize + key_size; }
+
+struct RecordHeader {
+  uint8_t flags = 0;
+  uint64_t offset = 0;     // absolute offset of this header in its blob
+  uint64_t timestamp = 0;  // caller's version, seconds since the epoch
+  uint32_t value_size = 0;
+  const char* key = nullptr;  // key_size bytes, points into the decoded buffer
+  uint32_t record_crc = 0;    // CRC32C of header bytes [0, 28+K) followed by the value
+};
+
+// Fills dst (RecordHeaderSize(key_size) bytes) for a record whose value is
+// `value`; computes both CRCs.
+void EncodeRecordHeader(uint8_t flags, uint64_t offset, uint64_t timestamp, const char* key,
+                        size_t key_size, const char* value, uint32_t value_size, char* dst);
+
+// Parses and checks a header found at file offset `at`: magic, header CRC,
+// known flags, self-offset == at, tombstones without value. The value (and so
+// record_crc) is not checked here; see RecordValueCrcMatches.
+bool DecodeRecordHeader(const char* src, size_t key_size, uint64_t at, RecordHeader* h);
+
+// CRC over the header prefix then the value; compare with h.record_crc.
+uint32_t RecordCrcPrefix(const char* header, size_t key_size);
+bool RecordValueCrcMatches(const char* header, size_t key_size, const char* value, size_t n,
+                           uint32_t expected);
+
+// ---- File names inside a partition directory: "<prefix>.<id>.blob",
+// "<prefix>.<id>.index", and "<prefix>.<id>.index.tmp" while an index is written.
+std::string BlobFileName(const std::string& prefix, uint64_t id);
+std::string IndexFileName(const std::string& prefix, uint64_t id);
+std::string TempIndexFileName(const std::string& prefix, uint64_t id);
+
+enum class FileKind { kBlob, kIndex, kTempIndex, kOther };
+// Recognizes our own files for `prefix`; *id receives the blob id.
+FileKind ParseFileName(const std::string& name, const std::string& prefix, uint64_t* id);
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_FORMAT_H_

@@ -1,0 +1,56 @@
+// Byte layout of index files (docs/FORMAT.md, "Index file").
+
+#ifndef OYSTER_ENGINE_INDEX_FORMAT_H_
+#define OYSTER_ENGINE_INDEX_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/index_entry.h"
+#include "util/status.h"
+
+namespace oyster {
+
+constexpr uint64_t kIndexMagic = 0x58444E495453594Full;  // bytes "OYSTINDX"
+constexpr uint32_t kIndexFormatVersion = 1;
+constexpr size_t kIndexHeaderSize = 128;
+constexpr uint32_t kIndexBlockSize = 4096;
+constexpr size_t kIndexEntryFixedSize = 24;  // entry size without the key
+constexpr size_t kIndexBlockTrailer = 4;     // CRC32C at the end of each block
+
+inline size_t IndexEntrySize(size_t key_size) { return key_size + kIndexEntryFixedSize; }
+
+struct IndexHeader {
+  uint32_t version = kIndexFormatVersion;
+  uint32_t key_size = 0;
+  uint64_t blob_id = 0;
+  uint64_t blob_size = 0;      // size of the blob file this index describes
+  uint64_t records_total = 0;  // records in the blob, superseded versions and tombstones included
+  uint64_t entry_count = 0;    // distinct keys = entries in the blocks
+  uint64_t min_timestamp = 0;
+  uint64_t max_timestamp = 0;
+  uint32_t entry_size = 0;
+  uint32_t block_size = 0;
+  uint32_t entries_per_block = 0;
+  uint32_t bloom_probes = 0;
+  uint64_t bloom_blocks = 0;
+  uint64_t block_count = 0;
+  uint64_t fences_offset = 0;
+  uint64_t bloom_offset = 0;
+  uint64_t blocks_offset = 0;
+  uint32_t sections_crc = 0;  // CRC32C of the fence section followed by the bloom section
+
+  uint64_t fences_size() const { return entry_count ? (block_count + 1) * key_size : 0; }
+  uint64_t file_size() const { return blocks_offset + block_count * block_size; }
+};
+
+void EncodeIndexHeader(const IndexHeader& h, char* dst /* kIndexHeaderSize bytes */);
+// Checks magic, version, header CRC and the internal consistency of the fields.
+Status DecodeIndexHeader(const char* src, IndexHeader* h);
+
+void EncodeIndexEntry(const char* key, size_t key_size, const IndexEntry& e, char* dst);
+void DecodeIndexEntry(const char* src, size_t key_size, IndexEntry* e);
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_INDEX_FORMAT_H_

@@ -1,0 +1,56 @@
+// IndexReader answers "where is the newest record of this key?" for a closed
+// blob. It keeps only the bloom filter and one fence key per 4 KiB block in
+// memory; a lookup costs at most one block read.
+
+#ifndef OYSTER_ENGINE_INDEX_READER_H_
+#define OYSTER_ENGINE_INDEX_READER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/bloom_filter.h"
+#include "engine/index_format.h"
+#include "util/file_system.h"
+#include "util/status.h"
+
+namespace oyster {
+
+class IndexReader {
+ public:
+  // Opens the index file of blob `blob_id`; Corruption if the file is damaged
+  // or does not describe a blob of exactly `blob_size` bytes with `key_size` keys.
+  static Status Open(std::unique_ptr<File> file, size_t key_size, uint64_t blob_id,
+                     uint64_t blob_size, std::unique_ptr<IndexReader>* reader);
+
+  // For a file just written by the builder, without reading it back.
+  IndexReader(std::unique_ptr<File> file, const IndexHeader& header, std::vector<char> fences,
+              BloomFilter bloom);
+
+  // *found is false when the key has no record in the blob. Corruption when
+  // the block holding the key fails its checksum.
+  Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const;
+
+  // Calls fn for every entry in key order (tools and verification).
+  Status ForEach(const std::function<void(const char* key, const IndexEntry& e)>& fn) const;
+
+  const IndexHeader& header() const { return header_; }
+  // Bytes of RAM held: fences plus bloom filter.
+  size_t MemoryUsage() const { return fences_.capacity() + bloom_.bytes(); }
+  size_t FilterMemoryUsage() const { return bloom_.bytes(); }
+  uint64_t file_size() const { return header_.file_size(); }
+
+ private:
+  Status ReadBlock(uint64_t block, char* buf) const;
+  const char* fence(uint64_t i) const { return fences_.data() + i * header_.key_size; }
+
+  std::unique_ptr<File> file_;
+  IndexHeader header_;
+  std::vector<char> fences_;  // first key of each block, then the largest key
+  BloomFilter bloom_;
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_INDEX_READER_H_

@@ -1,0 +1,74 @@
+// FileSystem is the engine's only door to the operating system's files (as
+// LevelDB's Env). The engine never calls open/pread/pwrite itself, so tests
+// can inject faults by wrapping the POSIX implementation.
+
+#ifndef OYSTER_UTIL_FILE_SYSTEM_H_
+#define OYSTER_UTIL_FILE_SYSTEM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace oyster {
+
+struct IoSlice {
+  const char* data;
+  size_t size;
+};
+
+// An open file for positional I/O. Read, Size and path are safe to call from
+// many threads at once; Write, Sync and Truncate are serialized by the caller.
+class File {
+ public:
+  virtual ~File() = default;
+
+  // Reads up to n bytes at offset into buf; *bytes_read < n only at end of file.
+  virtual Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const = 0;
+  // Writes the slices back to back starting at offset; all or an error.
+  virtual Status Write(uint64_t offset, const IoSlice* slices, int count) = 0;
+  // Makes written data durable (fdatasync).
+  virtual Status Sync() = 0;
+  virtual Status Truncate(uint64_t size) = 0;
+  virtual Status Size(uint64_t* size) const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// Held while a directory is in use by one engine; released on destruction.
+class DirLock {
+ public:
+  virtual ~DirLock() = default;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // The process-wide POSIX implementation.
+  static FileSystem* Default();
+
+  // create_new: create the file, failing if it exists; otherwise open an existing file.
+  virtual Status OpenFile(const std::string& path, bool create_new, std::unique_ptr<File>* file) = 0;
+  // Names (not paths) of the entries of dir, without "." and "..".
+  virtual Status ListDir(const std::string& dir, std::vector<std::string>* names) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status Remove(const std::string& path) = 0;
+  // Makes the directory's entries durable (fsync on the directory).
+  virtual Status SyncDir(const std::string& dir) = 0;
+  // Creates one directory level; OK if it already exists as a directory.
+  virtual Status CreateDir(const std::string& dir) = 0;
+  // Exclusive advisory lock on a directory; Busy if another holder has it.
+  virtual Status LockDir(const std::string& dir, std::unique_ptr<DirLock>* lock) = 0;
+};
+
+// "a/b" joined with "c" -> "a/b/c".
+std::string JoinPath(const std::string& dir, const std::string& name);
+// "a/b/c" -> "a/b"; "c" -> ".".
+std::string ParentDir(const std::string& path);
+
+}  // namespace oyster
+
+#endif  // OYSTER_UTIL_FILE_SYSTEM_H_

@@ -1,0 +1,202 @@
+// POSIX implementation of FileSystem.
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <climits>
+#include <vector>
+
+#include "util/file_system.h"
+
+namespace oyster {
+namespace {
+
+Status PosixError(const std::string& context, int err) { return Status::IOError(context, err); }
+
+class PosixFile final : public File {
+ public:
+  PosixFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixFile() override { ::close(fd_); }
+
+  Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, buf + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("read " + path_, errno);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    *bytes_read = done;
+    return Status::OK();
+  }
+
+  Status Write(uint64_t offset, const IoSlice* slices, int count) override {
+    // pwritev may write less than asked; continue from where it stopped.
+    std::vector<struct iovec> iov(static_cast<size_t>(count));
+    for (int i = 0; i < count; i++) {
+      iov[i].iov_base = const_cast<char*>(slices[i].data);
+      iov[i].iov_len = slices[i].size;
+    }
+    size_t first = 0;
+    while (first < iov.size()) {
+      if (iov[first].iov_len == 0) {
+        first++;
+        continue;
+      }
+      int n = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+      ssize_t w = ::pwritev(fd_, &iov[first], n, static_cast<off_t>(offset));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("write " + path_, errno);
+      }
+      if (w == 0) return PosixError("write " + path_ + " made no progress", EIO);
+      offset += static_cast<uint64_t>(w);
+      size_t left = static_cast<size_t>(w);
+      while (left > 0 && first < iov.size()) {
+        if (left >= iov[first].iov_len) {
+          left -= iov[first].iov_len;
+          iov[first].iov_len = 0;
+          first++;
+        } else {
+          iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+          iov[first].iov_len -= left;
+          left = 0;
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+  Status Sync() override {
+    if (::fdatasync(fd_) != 0) return PosixError("fdatasync " + path_, errno);
+    return Status::OK();
+  }
+
+  Status Truncate(uint64_t size) override {
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return PosixError("truncate " + path_, errno);
+    return Status::OK();
+  }
+
+  Status Size(uint64_t* size) const override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return PosixError("stat " + path_, errno);
+    *size = static_cast<uint64_t>(st.st_size);
+    return Status::OK();
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  const std::string path_;
+  const int fd_;
+};
+
+class PosixDirLock final : public DirLock {
+ public:
+  explicit PosixDirLock(int fd) : fd_(fd) {}
+  ~PosixDirLock() override {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+
+ private:
+  const int fd_;
+};
+
+class PosixFileSystem final : public FileSystem {
+ public:
+  Status OpenFile(const std::string& path, bool create_new, std::unique_ptr<File>* file) override {
+    int flags = O_RDWR | O_CLOEXEC | (create_new ? (O_CREAT | O_EXCL) : 0);
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return PosixError("open " + path, errno);
+    file->reset(new PosixFile(path, fd));
+    return Status::OK();
+  }
+
+  Status ListDir(const std::string& dir, std::vector<std::string>* names) override {
+    names->clear();
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return PosixError("list " + dir, errno);
+    errno = 0;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names->push_back(std::move(name));
+    }
+    int err = errno;
+    ::closedir(d);
+    if (err != 0) return PosixError("list " + dir, err);
+    return Status::OK();
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return PosixError("rename " + from + " to " + to, errno);
+    return Status::OK();
+  }
+
+  Status Remove(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return PosixError("remove " + path, errno);
+    return Status::OK();
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return PosixError("open directory " + dir, errno);
+    Status s;
+    if (::fsync(fd) != 0) s = PosixError("fsync directory " + dir, errno);
+    ::close(fd);
+    return s;
+  }
+
+  Status CreateDir(const std::string& dir) override {
+    if (::mkdir(dir.c_str(), 0755) == 0) return Status::OK();
+    int err = errno;
+    struct stat st;
+    if (err == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::OK();
+    return PosixError("create directory " + dir, err);
+  }
+
+  Status LockDir(const std::string& dir, std::unique_ptr<DirLock>* lock) override {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return PosixError("open directory " + dir, errno);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) return Status::Busy("directory " + dir + " is in use by another engine");
+      return PosixError("lock directory " + dir, err);
+    }
+    lock->reset(new PosixDirLock(fd));
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+FileSystem* FileSystem::Default() {
+  static PosixFileSystem fs;
+  return &fs;
+}
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  if (dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+std::string ParentDir(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+}  // namespace oyster

@@ -1,0 +1,72 @@
+#include "util/thread_pool.h"
+
+namespace oyster {
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads < 1) threads = 1;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    awake_ = threads;
+  }
+  for (int i = 0; i < threads; i++) threads_.emplace_back([this] { Run(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+bool ThreadPool::ShouldWakeLocked(Clock::time_point now) {
+  if (sleeping_ == 0 || tasks_.empty()) return false;
+  if (awake_ > 0 && tasks_.size() <= kBacklogPerThread * static_cast<size_t>(awake_) &&
+      now - tasks_.front().queued < kMaxWait) {
+    return false;
+  }
+  sleeping_--;
+  awake_++;
+  wakeups_++;
+  return true;
+}
+
+void ThreadPool::Schedule(std::function<void()> task) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const Clock::time_point now = Clock::now();
+    tasks_.push_back(Task{std::move(task), now});
+    wake = ShouldWakeLocked(now);
+  }
+  if (wake) cv_.notify_one();
+}
+
+void ThreadPool::Run() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    if (!tasks_.empty()) {
+      std::function<void()> task = std::move(tasks_.front().fn);
+      tasks_.pop_front();
+      bool wake = ShouldWakeLocked(Clock::now());
+      l.unlock();
+      if (wake) cv_.notify_one();
+      task();
+      l.lock();
+      continue;
+    }
+    if (stopping_) return;  // drained
+    awake_--;
+    sleeping_++;
+    while (wakeups_ == 0 && !stopping_) cv_.wait(l);
+    if (wakeups_ > 0) {
+      wakeups_--;  // the waker already counted this thread awake
+    } else {
+      sleeping_--;  // stopping: count ourselves awake again to drain
+      awake_++;
+    }
+  }
+}
+
+}  // namespace oyster

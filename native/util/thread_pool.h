@@ -1,0 +1,71 @@
+// ThreadPool runs the engine's blocking work (file I/O, index builds) on a
+// fixed set of threads so that the caller's thread (the JavaScript event loop)
+// never waits for a disk.
+//
+// Threads are woken sparingly: short tasks (reads served from the page cache)
+// are best run by one awake thread, since every extra runnable thread takes
+// CPU from the event loop and costs futex round trips; tasks that block on
+// the disk make the backlog grow, and that wakes more threads.
+
+#ifndef OYSTER_UTIL_THREAD_POOL_H_
+#define OYSTER_UTIL_THREAD_POOL_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace oyster {
+
+// Where the engine schedules its background work.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual void Schedule(std::function<void()> task) = 0;
+};
+
+class ThreadPool final : public Executor {
+ public:
+  explicit ThreadPool(int threads);
+  // Runs every task already scheduled, then joins the threads.
+  ~ThreadPool() override;
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> task) override;
+  int size() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Task {
+    std::function<void()> fn;
+    Clock::time_point queued;
+  };
+
+  // Another thread is woken when the backlog per awake thread exceeds this,
+  // or when the oldest task has waited longer than kMaxWait (the awake
+  // threads are probably blocked on the disk).
+  static constexpr size_t kBacklogPerThread = 32;
+  static constexpr std::chrono::microseconds kMaxWait{1000};
+
+  void Run();
+  // Decides (with mu_ held) whether to wake a sleeper; if so, counts it awake.
+  bool ShouldWakeLocked(Clock::time_point now);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> tasks_;
+  int awake_ = 0;     // threads running or looking for a task, woken ones included
+  int sleeping_ = 0;  // threads waiting for a wake-up
+  int wakeups_ = 0;   // wake-ups granted and not yet consumed
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_UTIL_THREAD_POOL_H_
