@@ -118,6 +118,23 @@ Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {
                                  [](Napi::Env, char*, char* hint) { delete[] hint; }, base);
 }
 
+Napi::Value GetResultToJs(Napi::Env env, GetResult* r) {
+  if (r->kind == GetResult::kAbsent) return env.Null();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("kind", r->kind == GetResult::kFound ? "found" : "deleted");
+  o.Set("timestamp", Napi::Number::New(env, static_cast<double>(r->timestamp)));
+  if (r->kind == GetResult::kFound) o.Set("value", MakeBuffer(env, &r->record));
+  return o;
+}
+
+Napi::Value LookupToJs(Napi::Env env, const LookupResult& r) {
+  if (r.kind == GetResult::kAbsent) return env.Null();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("kind", r.kind == GetResult::kFound ? "found" : "deleted");
+  o.Set("timestamp", Napi::Number::New(env, static_cast<double>(r.timestamp)));
+  return o;
+}
+
 class GetOp final : public Op {
  public:
   GetOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* k)
@@ -125,14 +142,7 @@ class GetOp final : public Op {
 
   void Run() override { status_ = engine_->Get(key_.data(), &result_); }
 
-  Napi::Value Result(Napi::Env env) override {
-    if (result_.kind == GetResult::kAbsent) return env.Null();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("kind", result_.kind == GetResult::kFound ? "found" : "deleted");
-    o.Set("timestamp", Napi::Number::New(env, static_cast<double>(result_.timestamp)));
-    if (result_.kind == GetResult::kFound) o.Set("value", MakeBuffer(env, &result_.record));
-    return o;
-  }
+  Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
 
   void Decorate(Napi::Env env, Napi::Error& e) override {
     if (status_.IsCorruption() && result_.timestamp != 0) {
@@ -144,6 +154,77 @@ class GetOp final : public Op {
   std::shared_ptr<Engine> engine_;
   KeyCopy key_;
   GetResult result_;
+};
+
+// Newest record of a key across several engines (the partitions of one
+// vdisk) in one trip to the pool: lookups are cheap (bloom filters, memory),
+// only the winner's value is read. Ties go to the earlier engine in the list.
+class GetNewestOp final : public Op {
+ public:
+  GetNewestOp(Napi::Env env, AddonData* data, std::vector<std::shared_ptr<Engine>> engines, const char* k)
+      : Op(env, data), engines_(std::move(engines)), key_(k, engines_[0]->options().key_size) {}
+
+  void Run() override {
+    int best = -1;
+    LookupResult newest;
+    for (size_t i = 0; i < engines_.size(); i++) {
+      LookupResult r;
+      status_ = engines_[i]->Lookup(key_.data(), &r);
+      if (!status_.ok()) return;
+      if (r.kind != GetResult::kAbsent && (best < 0 || r.timestamp > newest.timestamp)) {
+        best = static_cast<int>(i);
+        newest = r;
+      }
+    }
+    if (best < 0) return;
+    status_ = engines_[best]->Get(key_.data(), &result_);
+  }
+
+  Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
+
+  void Decorate(Napi::Env env, Napi::Error& e) override {
+    if (status_.IsCorruption() && result_.timestamp != 0) {
+      e.Set("timestamp", Napi::Number::New(env, static_cast<double>(result_.timestamp)));
+    }
+  }
+
+ private:
+  std::vector<std::shared_ptr<Engine>> engines_;
+  KeyCopy key_;
+  GetResult result_;
+};
+
+// Newest version (without value) of each key across several engines.
+class LookupNewestOp final : public Op {
+ public:
+  LookupNewestOp(Napi::Env env, AddonData* data, std::vector<std::shared_ptr<Engine>> engines, std::string keys)
+      : Op(env, data), engines_(std::move(engines)), keys_(std::move(keys)) {}
+
+  void Run() override {
+    const size_t k = engines_[0]->options().key_size;
+    results_.resize(keys_.size() / k);
+    for (size_t i = 0; i < results_.size(); i++) {
+      for (const auto& e : engines_) {
+        LookupResult r;
+        status_ = e->Lookup(keys_.data() + i * k, &r);
+        if (!status_.ok()) return;
+        if (r.kind != GetResult::kAbsent && (results_[i].kind == GetResult::kAbsent || r.timestamp > results_[i].timestamp)) {
+          results_[i] = r;
+        }
+      }
+    }
+  }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Array a = Napi::Array::New(env, results_.size());
+    for (uint32_t i = 0; i < results_.size(); i++) a.Set(i, LookupToJs(env, results_[i]));
+    return a;
+  }
+
+ private:
+  std::vector<std::shared_ptr<Engine>> engines_;
+  std::string keys_;
+  std::vector<LookupResult> results_;
 };
 
 class ExistsOp final : public Op {
@@ -161,16 +242,7 @@ class ExistsOp final : public Op {
 
   Napi::Value Result(Napi::Env env) override {
     Napi::Array a = Napi::Array::New(env, results_.size());
-    for (uint32_t i = 0; i < results_.size(); i++) {
-      if (results_[i].kind == GetResult::kAbsent) {
-        a.Set(i, env.Null());
-        continue;
-      }
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("kind", results_[i].kind == GetResult::kFound ? "found" : "deleted");
-      o.Set("timestamp", Napi::Number::New(env, static_cast<double>(results_[i].timestamp)));
-      a.Set(i, o);
-    }
+    for (uint32_t i = 0; i < results_.size(); i++) a.Set(i, LookupToJs(env, results_[i]));
     return a;
   }
 
@@ -194,6 +266,15 @@ class ControlOp final : public Op {
   std::shared_ptr<Engine> engine_;
   Kind kind_;
 };
+
+// Creates an operation that runs on the pool, starts it, returns its promise.
+template <typename T, typename... Args>
+Napi::Value StartOp(Napi::Env env, Args&&... args) {
+  auto* op = new T(env, env.GetInstanceData<AddonData>(), std::forward<Args>(args)...);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
 
 Napi::Object RecoveryToObject(Napi::Env env, const RecoveryReport& r) {
   Napi::Object o = Napi::Object::New(env);
@@ -276,6 +357,27 @@ bool IsBytes(Napi::Value v) {
   return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array;
 }
 
+// Concatenates an array of k-byte keys; throws and returns false if it is not one.
+bool KeyListArg(Napi::Value v, size_t k, std::string* keys) {
+  Napi::Env env = v.Env();
+  if (!v.IsArray()) {
+    Napi::TypeError::New(env, "keys must be an array of Buffers").ThrowAsJavaScriptException();
+    return false;
+  }
+  Napi::Array arr = v.As<Napi::Array>();
+  keys->reserve(arr.Length() * k);
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value e = arr.Get(i);
+    if (!IsBytes(e) || e.As<Napi::Uint8Array>().ByteLength() != k) {
+      Napi::TypeError::New(env, "keys[" + std::to_string(i) + "] must be a Buffer of " + std::to_string(k) + " bytes")
+          .ThrowAsJavaScriptException();
+      return false;
+    }
+    keys->append(reinterpret_cast<const char*>(e.As<Napi::Uint8Array>().Data()), k);
+  }
+  return true;
+}
+
 }  // namespace
 
 Napi::Function EngineWrap::Define(Napi::Env env) {
@@ -334,25 +436,67 @@ Napi::Value EngineWrap::Open(const Napi::CallbackInfo& info) {
     }
     opts.blob_file_prefix = prefix.As<Napi::String>().Utf8Value();
   }
-  AddonData* data = env.GetInstanceData<AddonData>();
-  opts.executor = data->pool();
+  opts.executor = env.GetInstanceData<AddonData>()->pool();
   Status s = opts.Validate();
   if (!s.ok()) {
     Napi::RangeError::New(env, s.message()).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  auto* op = new OpenOp(env, data, std::move(opts), info[0].As<Napi::String>().Utf8Value());
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  return StartOp<OpenOp>(env, std::move(opts), info[0].As<Napi::String>().Utf8Value());
+}
+
+// The engines of an array of open EngineWrap objects with one key size;
+// throws and returns false otherwise.
+static bool EnginesArg(Napi::Value v, std::vector<std::shared_ptr<Engine>>* engines) {
+  Napi::Env env = v.Env();
+  AddonData* data = env.GetInstanceData<AddonData>();
+  if (!v.IsArray() || v.As<Napi::Array>().Length() == 0) {
+    Napi::TypeError::New(env, "engines must be a non-empty array of engines").ThrowAsJavaScriptException();
+    return false;
+  }
+  Napi::Array arr = v.As<Napi::Array>();
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value e = arr.Get(i);
+    EngineWrap* w = e.IsObject() && e.As<Napi::Object>().InstanceOf(data->engine_ctor().Value())
+                        ? Napi::ObjectWrap<EngineWrap>::Unwrap(e.As<Napi::Object>())
+                        : nullptr;
+    if (w == nullptr || !w->engine()) {
+      Napi::TypeError::New(env, "engines[" + std::to_string(i) + "] is not an open engine").ThrowAsJavaScriptException();
+      return false;
+    }
+    if (!engines->empty() && w->engine()->options().key_size != (*engines)[0]->options().key_size) {
+      Napi::RangeError::New(env, "engines must share one key size").ThrowAsJavaScriptException();
+      return false;
+    }
+    engines->push_back(w->engine());
+  }
+  return true;
+}
+
+Napi::Value EngineWrap::GetNewest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<std::shared_ptr<Engine>> engines;
+  if (!EnginesArg(info[0], &engines)) return env.Undefined();
+  const size_t k = engines[0]->options().key_size;
+  if (!IsBytes(info[1]) || info[1].As<Napi::Uint8Array>().ByteLength() != k) {
+    Napi::TypeError::New(env, "key must be a Buffer of " + std::to_string(k) + " bytes").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return StartOp<GetNewestOp>(env, std::move(engines), reinterpret_cast<const char*>(info[1].As<Napi::Uint8Array>().Data()));
+}
+
+Napi::Value EngineWrap::LookupNewest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<std::shared_ptr<Engine>> engines;
+  if (!EnginesArg(info[0], &engines)) return env.Undefined();
+  std::string keys;
+  if (!KeyListArg(info[1], engines[0]->options().key_size, &keys)) return env.Undefined();
+  return StartOp<LookupNewestOp>(env, std::move(engines), std::move(keys));
 }
 
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {
   Napi::Env env = info.Env();
-  if (!engine_) {
-    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
-    return nullptr;
-  }
+  if (!CheckOpen(env)) return nullptr;
   if (!IsBytes(info[i])) {
     Napi::TypeError::New(env, "key must be a Buffer").ThrowAsJavaScriptException();
     return nullptr;
@@ -401,40 +545,14 @@ Napi::Value EngineWrap::Get(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const char* key = KeyArg(info, 0);
   if (key == nullptr) return env.Undefined();
-  auto* op = new GetOp(env, data(env), engine_, key);
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  return StartOp<GetOp>(env, engine_, key);
 }
 
 Napi::Value EngineWrap::Exists(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!engine_) {
-    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  if (!info[0].IsArray()) {
-    Napi::TypeError::New(env, "keys must be an array of Buffers").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  Napi::Array arr = info[0].As<Napi::Array>();
-  const size_t k = engine_->options().key_size;
   std::string keys;
-  keys.reserve(arr.Length() * k);
-  for (uint32_t i = 0; i < arr.Length(); i++) {
-    Napi::Value v = arr.Get(i);
-    if (!IsBytes(v) || v.As<Napi::Uint8Array>().ByteLength() != k) {
-      Napi::TypeError::New(env, "keys[" + std::to_string(i) + "] must be a Buffer of " + std::to_string(k) +
-                                    " bytes")
-          .ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
-    keys.append(reinterpret_cast<const char*>(v.As<Napi::Uint8Array>().Data()), k);
-  }
-  auto* op = new ExistsOp(env, data(env), engine_, std::move(keys));
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  if (!CheckOpen(env) || !KeyListArg(info[0], engine_->options().key_size, &keys)) return env.Undefined();
+  return StartOp<ExistsOp>(env, engine_, std::move(keys));
 }
 
 // Counters live in memory: answered at once, as a resolved promise to keep
@@ -469,6 +587,7 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
   num("filterMemory", st.filter_memory);
   num("blobsInMemory", st.blobs_in_memory);
   num("corruptReads", st.corrupt_reads);
+  num("indexRepairs", st.index_repairs);
   o.Set("backgroundError", st.background_error.empty() ? env.Null() : Napi::String::New(env, st.background_error));
   o.Set("writeError", st.write_error.empty() ? env.Null() : Napi::String::New(env, st.write_error));
   d.Resolve(o);
@@ -477,26 +596,20 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
 
 Napi::Value EngineWrap::CloseActiveBlob(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!engine_) {
-    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  auto* op = new ControlOp(env, data(env), engine_, ControlOp::kCloseActiveBlob);
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  if (!CheckOpen(env)) return env.Undefined();
+  return StartOp<ControlOp>(env, engine_, ControlOp::kCloseActiveBlob);
 }
 
 Napi::Value EngineWrap::Close(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!engine_) {
-    Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  auto* op = new ControlOp(env, data(env), engine_, ControlOp::kClose);
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  if (!CheckOpen(env)) return env.Undefined();
+  return StartOp<ControlOp>(env, engine_, ControlOp::kClose);
+}
+
+bool EngineWrap::CheckOpen(Napi::Env env) {
+  if (engine_) return true;
+  Napi::Error::New(env, "engine is not open").ThrowAsJavaScriptException();
+  return false;
 }
 
 }  // namespace oyster

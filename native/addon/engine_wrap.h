@@ -18,9 +18,14 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   static Napi::Function Define(Napi::Env env);
   // open(dir, options) -> Promise<{ engine, recovery }>
   static Napi::Value Open(const Napi::CallbackInfo& info);
+  // getNewest(engines, key) -> Promise<GetResult>: newest across engines
+  static Napi::Value GetNewest(const Napi::CallbackInfo& info);
+  // lookupNewest(engines, keys) -> Promise<LookupResult[]>
+  static Napi::Value LookupNewest(const Napi::CallbackInfo& info);
 
   explicit EngineWrap(const Napi::CallbackInfo& info);
   void Attach(std::shared_ptr<Engine> engine) { engine_ = std::move(engine); }
+  const std::shared_ptr<Engine>& engine() const { return engine_; }
 
  private:
   Napi::Value Put(const Napi::CallbackInfo& info);
@@ -32,6 +37,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value CloseActiveBlob(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 
+  // Throws and returns false unless the engine is open.
+  bool CheckOpen(Napi::Env env);
   // Validates the key argument; throws and returns nullptr if it is unusable.
   const char* KeyArg(const Napi::CallbackInfo& info, size_t i);
   AddonData* data(Napi::Env env) const { return env.GetInstanceData<AddonData>(); }

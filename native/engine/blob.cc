@@ -1,6 +1,5 @@
 #include "engine/blob.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "engine/format.h"
@@ -8,12 +7,11 @@
 namespace oyster {
 
 Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
-           uint64_t records, uint64_t min_timestamp, uint64_t max_timestamp)
+           uint64_t records, uint64_t max_timestamp)
     : id_(id),
       file_(std::move(file)),
       size_(size),
       records_(records),
-      min_ts_(min_timestamp),
       max_ts_(max_timestamp),
       active_(std::move(index)) {}
 
@@ -22,7 +20,6 @@ Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_p
       file_(std::move(file)),
       size_(size),
       records_(reader->header().records_total),
-      min_ts_(reader->header().min_timestamp),
       max_ts_(reader->header().max_timestamp),
       index_build_claimed_(true),
       reader_(std::move(reader)) {}
@@ -63,20 +60,15 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
 }
 
 void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size) {
-  uint64_t lo = min_ts_.load(std::memory_order_relaxed);
   uint64_t hi = max_ts_.load(std::memory_order_relaxed);
-  bool empty = records_.load(std::memory_order_relaxed) == 0;
   {
     std::unique_lock<std::shared_mutex> l(mu_);
     for (const NewRecord& r : records) {
       active_->Insert(r.key, r.key_hash, r.entry);
-      lo = empty ? r.entry.timestamp : std::min(lo, r.entry.timestamp);
-      hi = empty ? r.entry.timestamp : std::max(hi, r.entry.timestamp);
-      empty = false;
+      hi = std::max(hi, r.entry.timestamp);
     }
     // Published under the lock, so a reader that finds an entry also sees a
     // max timestamp that covers it.
-    min_ts_.store(lo, std::memory_order_release);
     max_ts_.store(hi, std::memory_order_release);
     records_.fetch_add(records.size(), std::memory_order_acq_rel);
     size_.store(new_size, std::memory_order_release);
@@ -95,7 +87,18 @@ void Blob::AttachIndexReader(std::unique_ptr<IndexReader> reader) {
     reader_ = std::move(reader);
     old = std::move(active_);
   }
+  index_generation_.fetch_add(1, std::memory_order_acq_rel);
   // `old` is freed here, outside the lock.
+}
+
+void Blob::ReplaceIndexReader(std::unique_ptr<IndexReader> reader) {
+  std::unique_ptr<IndexReader> old;
+  {
+    std::unique_lock<std::shared_mutex> l(mu_);
+    old = std::move(reader_);
+    reader_ = std::move(reader);
+  }
+  index_generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 size_t Blob::IndexMemoryUsage() const {

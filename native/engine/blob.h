@@ -32,7 +32,7 @@ class Blob {
  public:
   // A blob served from memory (new, or rebuilt by a scan).
   Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
-       uint64_t records, uint64_t min_timestamp, uint64_t max_timestamp);
+       uint64_t records, uint64_t max_timestamp);
   // A closed blob served by its index file.
   Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader);
 
@@ -67,6 +67,10 @@ class Blob {
   const ActiveIndex& sealed_index() const { return *active_; }
   // Switches lookups to the index file and frees the in-memory index.
   void AttachIndexReader(std::unique_ptr<IndexReader> reader);
+  // Serves lookups from a rebuilt index file instead of a damaged one.
+  void ReplaceIndexReader(std::unique_ptr<IndexReader> reader);
+  // Changes whenever the index serving lookups changes.
+  uint64_t index_generation() const { return index_generation_.load(std::memory_order_acquire); }
 
   // Exactly one thread writes a sealed blob's index file.
   bool ClaimIndexBuild() { return !index_build_claimed_.exchange(true); }
@@ -81,8 +85,8 @@ class Blob {
   const std::unique_ptr<File> file_;
   std::atomic<uint64_t> size_;
   std::atomic<uint64_t> records_;
-  std::atomic<uint64_t> min_ts_;
   std::atomic<uint64_t> max_ts_;
+  std::atomic<uint64_t> index_generation_{0};
   std::atomic<bool> index_build_claimed_{false};
 
   mutable std::shared_mutex mu_;  // guards active_ and reader_

@@ -24,12 +24,13 @@ BloomFilter::BloomFilter(uint64_t blocks, uint32_t probes)
 
 // Bit positions (docs/FORMAT.md, "Bloom filter"): the block is
 // (hash >> 32) * blocks >> 32; inside it, probe i sets bit (h + i * delta) mod 512
-// where h is the low 32 bits of the hash and delta = rotr32(h, 17).
+// where h is the low 32 bits of the hash and delta = rotr32(h, 17) | 1 (odd,
+// so that up to 512 probes never repeat a bit).
 void BloomFilter::Add(uint64_t key_hash) {
   if (blocks_ == 0) return;
   Block& b = bits_[((key_hash >> 32) * blocks_) >> 32];
   uint32_t h = static_cast<uint32_t>(key_hash);
-  const uint32_t delta = (h >> 17) | (h << 15);
+  const uint32_t delta = ((h >> 17) | (h << 15)) | 1;
   for (uint32_t i = 0; i < probes_; i++) {
     uint32_t bit = h & 511;
     b.words[bit >> 6] |= 1ull << (bit & 63);
@@ -41,7 +42,7 @@ bool BloomFilter::MayContain(uint64_t key_hash) const {
   if (blocks_ == 0) return true;
   const Block& b = bits_[((key_hash >> 32) * blocks_) >> 32];
   uint32_t h = static_cast<uint32_t>(key_hash);
-  const uint32_t delta = (h >> 17) | (h << 15);
+  const uint32_t delta = ((h >> 17) | (h << 15)) | 1;
   for (uint32_t i = 0; i < probes_; i++) {
     uint32_t bit = h & 511;
     if ((b.words[bit >> 6] & (1ull << (bit & 63))) == 0) return false;

@@ -8,6 +8,7 @@
 #include "engine/blob_scanner.h"
 #include "engine/format.h"
 #include "engine/index_builder.h"
+#include "util/coding.h"
 #include "util/hash.h"
 
 namespace oyster {
@@ -50,6 +51,24 @@ Status Engine::Open(const EngineOptions& options, const std::string& dir,
 
 // ---------------------------------------------------------------- recovery
 
+namespace {
+
+// bob's storage engine (pearl) starts its blob files with this magic.
+constexpr uint64_t kPearlBlobMagic = 0x00000000DEAFABCDull;
+
+// Id of a file name as written by Quarantine: "<prefix>.<id>.blob" with an
+// optional ".<k>" appended to avoid overwriting an earlier file.
+bool QuarantinedId(std::string name, const std::string& prefix, uint64_t* id) {
+  size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot + 1 < name.size() &&
+      name.find_first_not_of("0123456789", dot + 1) == std::string::npos && name.compare(dot, 5, ".blob") != 0) {
+    name.resize(dot);
+  }
+  return ParseFileName(name, prefix, id) == FileKind::kBlob;
+}
+
+}  // namespace
+
 Status Engine::Recover(RecoveryReport* report) {
   std::vector<std::string> names;
   Status s = fs_->ListDir(dir_, &names);
@@ -59,28 +78,47 @@ Status Engine::Recover(RecoveryReport* report) {
     bool index = false;
   };
   std::map<uint64_t, Files> files;
+  std::vector<std::string> temp_indexes;
   uint64_t max_id = 0;
-  bool changed = false;
   for (const std::string& name : names) {
     uint64_t id = 0;
     switch (ParseFileName(name, options_.blob_file_prefix, &id)) {
       case FileKind::kBlob: files[id].blob = true; break;
       case FileKind::kIndex: files[id].index = true; break;
-      case FileKind::kTempIndex:
-        // An index build interrupted by a crash; never renamed into place.
-        s = fs_->Remove(JoinPath(dir_, name));
-        if (!s.ok()) return s;
-        report->files_removed++;
-        report->events.push_back("removed unfinished index file " + name);
-        changed = true;
-        break;
-      case FileKind::kOther: continue;
+      case FileKind::kTempIndex: temp_indexes.push_back(name); break;
+      case FileKind::kOther:
+        if (name == kCorruptedDir) {
+          std::vector<std::string> quarantined;
+          s = fs_->ListDir(JoinPath(dir_, name), &quarantined);
+          for (const std::string& q : quarantined) {
+            if (QuarantinedId(q, options_.blob_file_prefix, &id)) max_id = std::max(max_id, id);
+          }
+        }
+        continue;
     }
     max_id = std::max(max_id, id);
   }
-  // Blob ids are never reused, so no stale file can ever describe a new blob.
+  // Ids are never reused, not even those of removed or quarantined blobs, so
+  // no stale file can ever describe a new blob.
   next_blob_id_ = max_id + 1;
 
+  // Check every blob before repairing anything: a partition the engine must
+  // not touch (another format or key size) is refused with nothing changed.
+  for (const auto& [id, f] : files) {
+    if (!f.blob) continue;
+    s = CheckBlob(id);
+    if (!s.ok()) return s;
+  }
+
+  bool changed = false;
+  for (const std::string& name : temp_indexes) {
+    // An index build interrupted by a crash; never renamed into place.
+    s = fs_->Remove(JoinPath(dir_, name));
+    if (!s.ok()) return s;
+    report->files_removed++;
+    report->events.push_back("removed unfinished index file " + name);
+    changed = true;
+  }
   std::vector<uint64_t> ids;
   for (const auto& [id, f] : files) {
     if (f.blob) {
@@ -108,6 +146,31 @@ Status Engine::Recover(RecoveryReport* report) {
   report->blobs = blobs.size();
   InstallBlobSet(std::move(blobs));
   if (active_) active_id_.store(active_->id());
+  has_active_.store(active_ != nullptr);
+  return Status::OK();
+}
+
+Status Engine::CheckBlob(uint64_t id) {
+  const std::string path = JoinPath(dir_, BlobFileName(options_.blob_file_prefix, id));
+  std::unique_ptr<File> file;
+  Status s = fs_->OpenFile(path, false, &file);
+  if (!s.ok()) return s;
+  char hbuf[kBlobHeaderSize];
+  size_t n = 0;
+  s = file->Read(0, kBlobHeaderSize, hbuf, &n);
+  if (!s.ok()) return s;
+  if (n >= 8 && DecodeFixed64(hbuf) == kPearlBlobMagic) {
+    return Status::NotSupported(path + " is a pearl (bob) blob file; Oyster stores its own format and cannot open it");
+  }
+  if (n < kBlobHeaderSize) return Status::OK();  // removed during recovery: it never held a record
+  BlobHeader header;
+  s = DecodeBlobHeader(hbuf, &header);
+  if (s.code() == Status::kNotSupported) return Status::NotSupported(path + ": " + s.message());
+  if (!s.ok()) return Status::OK();  // quarantined during recovery
+  if (header.key_size != options_.key_size) {
+    return Status::InvalidArgument(path + " holds " + std::to_string(header.key_size) +
+                                   "-byte keys; the engine is configured for " + std::to_string(options_.key_size));
+  }
   return Status::OK();
 }
 
@@ -131,7 +194,7 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     s = fs_->Remove(path);
     if (s.ok() && has_index) s = fs_->Remove(index_path);
     if (!s.ok()) return s;
-    report->files_removed++;
+    report->files_removed += has_index ? 2 : 1;
     report->events.push_back("removed " + name + ": shorter than a blob header (" + std::to_string(size) +
                              " bytes), it never held a record");
     return Status::OK();
@@ -141,17 +204,16 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
   s = file->Read(0, kBlobHeaderSize, hbuf, &n);
   if (!s.ok()) return s;
   BlobHeader header;
-  s = DecodeBlobHeader(hbuf, &header);
-  if (s.code() == Status::kNotSupported) return Status::NotSupported(path + ": " + s.message());
+  s = DecodeBlobHeader(hbuf, &header);  // version and key size were checked by CheckBlob
   if (s.ok() && header.blob_id != id) s = Status::Corruption("header names blob " + std::to_string(header.blob_id));
   if (!s.ok()) {
     file.reset();
+    if (has_index) {
+      s = fs_->Remove(index_path);
+      if (!s.ok()) return s;
+      report->files_removed++;
+    }
     return Quarantine(name, s.message(), report);
-  }
-  if (header.key_size != options_.key_size) {
-    return Status::InvalidArgument(path + " holds " + std::to_string(header.key_size) +
-                                   "-byte keys; the engine is configured for " +
-                                   std::to_string(options_.key_size));
   }
 
   if (has_index) {
@@ -169,12 +231,11 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
   }
 
   auto index = std::make_unique<ActiveIndex>(options_.key_size);
-  uint64_t min_ts = UINT64_MAX, max_ts = 0;
+  uint64_t max_ts = 0;
   ScanResult scan;
   s = ScanBlob(*file, kBlobHeaderSize, size, options_.key_size,
                [&](const char* key, const IndexEntry& e, bool) {
                  index->Insert(key, KeyHash64(key, options_.key_size), e);
-                 min_ts = std::min(min_ts, e.timestamp);
                  max_ts = std::max(max_ts, e.timestamp);
                },
                &scan);
@@ -197,9 +258,17 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     report->events.push_back(name + ": cut a torn tail of " + std::to_string(size - scan.valid_end) +
                              " bytes at offset " + std::to_string(scan.valid_end));
   }
-  if (scan.records == 0) min_ts = 0;
-  auto blob = std::make_shared<Blob>(id, std::move(file), scan.valid_end, std::move(index), scan.records,
-                                     min_ts, max_ts);
+  if (scan.records == 0 && !(last && !has_index)) {
+    // Nothing survived: only the header is left (the tail was cut).
+    file.reset();
+    s = fs_->Remove(path);
+    if (s.ok() && has_index) s = fs_->Remove(index_path);
+    if (!s.ok()) return s;
+    report->files_removed += has_index ? 2 : 1;
+    report->events.push_back("removed " + name + ": no valid record left");
+    return Status::OK();
+  }
+  auto blob = std::make_shared<Blob>(id, std::move(file), scan.valid_end, std::move(index), scan.records, max_ts);
   // What survived the crash in the page cache becomes durable before new
   // records are appended behind it.
   s = blob->file()->Sync();
@@ -217,13 +286,21 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
 }
 
 Status Engine::Quarantine(const std::string& name, const std::string& why, RecoveryReport* report) {
-  const std::string dir = JoinPath(dir_, "corrupted");
+  const std::string dir = JoinPath(dir_, kCorruptedDir);
   Status s = fs_->CreateDir(dir);
-  if (s.ok()) s = fs_->Rename(JoinPath(dir_, name), JoinPath(dir, name));
+  std::vector<std::string> present;
+  if (s.ok()) s = fs_->ListDir(dir, &present);
+  if (!s.ok()) return s;
+  // An earlier file of the same name is kept: the new one gets ".<k>" appended.
+  std::string target = name;
+  for (int k = 1; std::find(present.begin(), present.end(), target) != present.end(); k++) {
+    target = name + "." + std::to_string(k);
+  }
+  s = fs_->Rename(JoinPath(dir_, name), JoinPath(dir, target));
   if (s.ok()) s = fs_->SyncDir(dir);
   if (!s.ok()) return s;
   report->blobs_quarantined++;
-  report->events.push_back("moved " + name + " to corrupted/: " + why);
+  report->events.push_back("moved " + name + " to " + kCorruptedDir + "/" + target + ": " + why);
   return Status::OK();
 }
 
@@ -252,7 +329,16 @@ Status Engine::FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEnt
     if (*found && b->max_timestamp() <= entry->timestamp) continue;
     IndexEntry e;
     bool f = false;
+    const uint64_t generation = b->index_generation();
     Status s = b->Find(key, hash, &e, &f);
+    if (s.IsCorruption()) {
+      // A damaged index block: the blob is the source of truth, rebuild
+      // its index and look again.
+      corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
+      Status r = RepairIndex(b, generation);
+      s = r.ok() ? b->Find(key, hash, &e, &f)
+                 : Status::Corruption(s.message() + "; rebuilding the index failed: " + r.ToString());
+    }
     if (!s.ok()) return s;
     if (f && (!*found || e.timestamp > entry->timestamp)) {
       *entry = e;
@@ -263,17 +349,53 @@ Status Engine::FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEnt
   return Status::OK();
 }
 
+Status Engine::RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_generation) {
+  std::lock_guard<std::mutex> l(repair_mu_);
+  if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
+  if (blob->index_generation() != seen_generation) return Status::OK();  // repaired meanwhile
+  ActiveIndex index(options_.key_size);
+  ScanResult scan;
+  Status s = ScanBlob(*blob->file(), kBlobHeaderSize, blob->size(), options_.key_size,
+                      [&](const char* key, const IndexEntry& e, bool) {
+                        index.Insert(key, KeyHash64(key, options_.key_size), e);
+                      },
+                      &scan);
+  if (!s.ok()) return s;
+  IndexBuildParams p;
+  p.dir = dir_;
+  p.prefix = options_.blob_file_prefix;
+  p.blob_id = blob->id();
+  p.blob_size = blob->size();
+  p.records_total = scan.records;
+  p.bloom_bits_per_key = options_.bloom_bits_per_key;
+  std::unique_ptr<IndexReader> reader;
+  s = BuildIndexFile(fs_, p, index, &reader);
+  if (!s.ok()) return s;
+  blob->ReplaceIndexReader(std::move(reader));
+  index_repairs_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status Engine::Resolve(const char* key, LookupResult* result, std::shared_ptr<Blob>* blob, IndexEntry* entry) {
+  bool found = false;
+  result->kind = GetResult::kAbsent;
+  Status s = FindNewest(key, blob, entry, &found);
+  if (!s.ok() || !found) return s;
+  result->timestamp = entry->timestamp;
+  result->kind = (entry->flags & kFlagTombstone) ? GetResult::kDeleted : GetResult::kFound;
+  return Status::OK();
+}
+
 Status Engine::Get(const char* key, GetResult* result) {
   std::shared_ptr<Blob> blob;
   IndexEntry e;
-  bool found = false;
+  LookupResult newest;
+  Status s = Resolve(key, &newest, &blob, &e);
   result->kind = GetResult::kAbsent;
-  Status s = FindNewest(key, &blob, &e, &found);
-  if (!s.ok() || !found) return s;
-  result->timestamp = e.timestamp;
-  if (e.flags & kFlagTombstone) {
-    result->kind = GetResult::kDeleted;
-    return Status::OK();
+  result->timestamp = newest.timestamp;
+  if (!s.ok() || newest.kind != GetResult::kFound) {
+    result->kind = newest.kind;
+    return s;
   }
   s = blob->ReadRecord(key, options_.key_size, e, &result->record);
   if (s.IsCorruption()) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
@@ -284,13 +406,7 @@ Status Engine::Get(const char* key, GetResult* result) {
 Status Engine::Lookup(const char* key, LookupResult* result) {
   std::shared_ptr<Blob> blob;
   IndexEntry e;
-  bool found = false;
-  result->kind = GetResult::kAbsent;
-  Status s = FindNewest(key, &blob, &e, &found);
-  if (!s.ok() || !found) return s;
-  result->timestamp = e.timestamp;
-  result->kind = (e.flags & kFlagTombstone) ? GetResult::kDeleted : GetResult::kFound;
-  return Status::OK();
+  return Resolve(key, result, &blob, &e);
 }
 
 // ------------------------------------------------------------------ writes
@@ -457,6 +573,9 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped the dirty pages:
       // nothing written since the last good sync can be trusted any more.
+      // The batch is reported as failed, so it must not reappear after a
+      // restart either (best effort: the device may refuse this as well).
+      f->Truncate(start);
       SetWriteError(Status::IOError("fdatasync failed on " + f->path() +
                                     "; writes are disabled until the engine is reopened", s.err()));
       return s;
@@ -494,12 +613,14 @@ Status Engine::CreateActiveBlobLocked() {
     return s;
   }
   auto blob = std::make_shared<Blob>(id, std::move(file), kBlobHeaderSize,
-                                     std::make_unique<ActiveIndex>(options_.key_size), 0, 0, 0);
+                                     std::make_unique<ActiveIndex>(options_.key_size), 0, 0);
   std::vector<std::shared_ptr<Blob>> blobs{blob};
-  for (const auto& b : Current()->blobs) blobs.push_back(b);
+  std::shared_ptr<const BlobSet> set = Current();
+  for (const auto& b : set->blobs) blobs.push_back(b);
   InstallBlobSet(std::move(blobs));
   active_ = std::move(blob);
   active_id_.store(id);
+  has_active_.store(true);
   dirty_bytes_ = 0;
   return Status::OK();
 }
@@ -508,12 +629,13 @@ Status Engine::SealActiveLocked(bool build_now) {
   if (!active_) return Status::OK();
   std::shared_ptr<Blob> blob = std::move(active_);
   active_.reset();
-  active_id_.store(0);
+  has_active_.store(false);
   dirty_bytes_ = 0;  // the index build syncs the blob first
   if (blob->records() == 0) {
     // Nothing to index: drop the empty file instead.
     std::vector<std::shared_ptr<Blob>> rest;
-    for (const auto& b : Current()->blobs) {
+    std::shared_ptr<const BlobSet> set = Current();
+    for (const auto& b : set->blobs) {
       if (b != blob) rest.push_back(b);
     }
     InstallBlobSet(std::move(rest));
@@ -583,8 +705,11 @@ Status Engine::Close() {
   if (closed_) return Status::OK();
   DrainQueueLocked();
   shut_.store(true, std::memory_order_release);
+  // A repair in progress finishes first; later ones see shut_.
+  { std::lock_guard<std::mutex> rl(repair_mu_); }
   Status result = SealActiveLocked(true);
-  for (const auto& blob : Current()->blobs) {
+  std::shared_ptr<const BlobSet> set = Current();
+  for (const auto& blob : set->blobs) {
     std::unique_lock<std::mutex> bl(build_mu_);
     while (blob->in_memory()) {
       if (blob->ClaimIndexBuild()) {
@@ -606,14 +731,18 @@ Status Engine::Close() {
 // ------------------------------------------------------------------- stats
 
 uint64_t Engine::RecordsCount() const {
+  // Hold the set: a temporary's lifetime does not cover a range-for over its
+  // member, and a writer may replace (and so free) the current set meanwhile.
+  std::shared_ptr<const BlobSet> set = Current();
   uint64_t n = 0;
-  for (const auto& b : Current()->blobs) n += b->records();
+  for (const auto& b : set->blobs) n += b->records();
   return n;
 }
 
 EngineStats Engine::Stats() const {
   EngineStats st;
-  for (const auto& b : Current()->blobs) {
+  std::shared_ptr<const BlobSet> set = Current();  // see RecordsCount
+  for (const auto& b : set->blobs) {
     st.blobs++;
     st.records += b->records();
     st.disk_bytes += b->size() + b->IndexFileSize();
@@ -621,9 +750,10 @@ EngineStats Engine::Stats() const {
     st.filter_memory += b->FilterMemoryUsage();
     if (b->in_memory()) st.blobs_in_memory++;
   }
-  st.active_blob_id = active_id_.load();
-  st.has_active_blob = st.active_blob_id != 0;
+  st.has_active_blob = has_active_.load();
+  st.active_blob_id = st.has_active_blob ? active_id_.load() : 0;
   st.corrupt_reads = corrupt_reads_.load();
+  st.index_repairs = index_repairs_.load();
   std::lock_guard<std::mutex> l(build_mu_);
   st.background_error = background_error_;
   st.write_error = write_error_text_;

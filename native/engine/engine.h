@@ -72,9 +72,13 @@ struct EngineStats {
   uint64_t filter_memory = 0;    // bloom filters of closed blobs
   uint64_t blobs_in_memory = 0;  // blobs without an index file yet (active, or index pending)
   uint64_t corrupt_reads = 0;    // reads that met a checksum failure since open
+  uint64_t index_repairs = 0;    // index files rebuilt at run time after a damaged block
   std::string background_error;  // last failure of a background index build, if any
   std::string write_error;       // set when a failed write poisoned the engine
 };
+
+// Where recovery moves blob files whose header cannot be read.
+constexpr const char* kCorruptedDir = "corrupted";
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
@@ -118,6 +122,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Engine(const EngineOptions& options, std::string dir);
 
   Status Recover(RecoveryReport* report);
+  // Refuses blobs the engine must not touch: another format, version or key size.
+  Status CheckBlob(uint64_t id);
   Status RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryReport* report,
                      std::vector<std::shared_ptr<Blob>>* blobs);
   Status Quarantine(const std::string& name, const std::string& why, RecoveryReport* report);
@@ -125,6 +131,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::shared_ptr<const BlobSet> Current() const;
   void InstallBlobSet(std::vector<std::shared_ptr<Blob>> blobs);
   Status FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEntry* entry, bool* found);
+  // FindNewest as a LookupResult, keeping the blob and entry for a read.
+  Status Resolve(const char* key, LookupResult* result, std::shared_ptr<Blob>* blob, IndexEntry* entry);
+  // Rebuilds a closed blob's index from the blob; a no-op if another thread
+  // did so since `seen_generation`.
+  Status RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_generation);
 
   // ---- Writer side; everything below runs with write_mu_ held.
   void ScheduleWriter();
@@ -172,7 +183,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   std::atomic<bool> shut_{false};  // Close has begun: no reads, no new background work
   std::atomic<uint64_t> active_id_{0};
+  std::atomic<bool> has_active_{false};
   std::atomic<uint64_t> corrupt_reads_{0};
+  std::atomic<uint64_t> index_repairs_{0};
+  std::mutex repair_mu_;
 };
 
 }  // namespace oyster

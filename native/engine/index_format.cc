@@ -59,7 +59,12 @@ Status DecodeIndexHeader(const char* src, IndexHeader* h) {
   h->sections_crc = DecodeFixed32(src + 120);
 
   // The checksum makes these failures unlikely, but a reader must never trust
-  // sizes it has not checked: they drive allocations and reads.
+  // sizes it has not checked: they drive allocations and reads. The bounds
+  // also keep every product below in 64 bits.
+  if (h->key_size < 1 || h->key_size > kMaxIndexKeySize || h->entry_count > kMaxIndexEntries ||
+      h->records_total > kMaxIndexEntries * 4096) {
+    return Status::Corruption("index header values out of range");
+  }
   if (h->entry_size != IndexEntrySize(h->key_size) || h->block_size < 512 ||
       h->block_size > (1u << 20) ||
       h->entries_per_block != (h->block_size - kIndexBlockTrailer) / h->entry_size ||

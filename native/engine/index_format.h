@@ -18,6 +18,10 @@ constexpr uint32_t kIndexBlockSize = 4096;
 constexpr size_t kIndexEntryFixedSize = 24;  // entry size without the key
 constexpr size_t kIndexBlockTrailer = 4;     // CRC32C at the end of each block
 
+// Bounds a valid header stays within.
+constexpr uint32_t kMaxIndexKeySize = 1024;
+constexpr uint64_t kMaxIndexEntries = 1ull << 40;
+
 inline size_t IndexEntrySize(size_t key_size) { return key_size + kIndexEntryFixedSize; }
 
 struct IndexHeader {

@@ -59,7 +59,21 @@ void ThreadPool::Run() {
     if (stopping_) return;  // drained
     awake_--;
     sleeping_++;
-    while (wakeups_ == 0 && !stopping_) cv_.wait(l);
+    bool watcher = false;
+    while (wakeups_ == 0 && !stopping_) {
+      if (!watching_) watching_ = watcher = true;
+      if (!watcher) {
+        cv_.wait(l);
+        continue;
+      }
+      cv_.wait_for(l, awake_ > 0 ? kMaxWait : std::chrono::microseconds(kIdleWatch));
+      // A wake-up granted here is taken by this thread (the loop ends).
+      if (wakeups_ == 0) ShouldWakeLocked(Clock::now());
+    }
+    if (watcher) {
+      watching_ = false;
+      if (sleeping_ > 0 && !stopping_) cv_.notify_one();  // another sleeper takes over the watch
+    }
     if (wakeups_ > 0) {
       wakeups_--;  // the waker already counted this thread awake
     } else {

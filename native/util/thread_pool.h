@@ -51,6 +51,12 @@ class ThreadPool final : public Executor {
   // threads are probably blocked on the disk).
   static constexpr size_t kBacklogPerThread = 32;
   static constexpr std::chrono::microseconds kMaxWait{1000};
+  // Schedule applies the kMaxWait rule only when a task arrives, so one
+  // sleeping thread, the watcher, also applies it on a timer; otherwise a task
+  // queued behind blocked threads waits for them if no other task follows.
+  // It looks every kMaxWait while some thread is awake, and every kIdleWatch
+  // while none is (only to notice a thread that another wake-up woke).
+  static constexpr std::chrono::milliseconds kIdleWatch{10};
 
   void Run();
   // Decides (with mu_ held) whether to wake a sleeper; if so, counts it awake.
@@ -62,6 +68,7 @@ class ThreadPool final : public Executor {
   int awake_ = 0;     // threads running or looking for a task, woken ones included
   int sleeping_ = 0;  // threads waiting for a wake-up
   int wakeups_ = 0;   // wake-ups granted and not yet consumed
+  bool watching_ = false;  // a sleeping thread is the watcher
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -72,6 +72,19 @@ export class Engine {
     return new Engine(engine, dir, options.keySize ?? 16, recovery);
   }
 
+  /**
+   * The newest record of key across several engines (the partitions of one
+   * vdisk), in one trip to the engine threads. Ties go to the earlier engine.
+   */
+  static getNewest(engines: Engine[], key: Buffer): Promise<GetResult> {
+    return settle(() => native.getNewest(engines.map((e) => e.handle), key));
+  }
+
+  /** The newest version (without value) of each key across several engines. */
+  static lookupNewest(engines: Engine[], keys: Buffer[]): Promise<LookupResult[]> {
+    return settle(() => native.lookupNewest(engines.map((e) => e.handle), keys));
+  }
+
   /** Stores value under key with a version timestamp (seconds); newest timestamp wins, ties go to the later write. */
   put(key: Buffer, timestamp: number, value: Buffer): Promise<void> {
     return settle(() => this.handle.put(key, timestamp, value));

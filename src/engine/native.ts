@@ -34,6 +34,7 @@ export interface NativeStats {
   filterMemory: number;
   blobsInMemory: number;
   corruptReads: number;
+  indexRepairs: number;
   backgroundError: string | null;
   writeError: string | null;
 }
@@ -58,6 +59,8 @@ export interface NativeEngine {
 
 export interface NativeAddon {
   open(dir: string, options: NativeOpenOptions): Promise<{ engine: NativeEngine; recovery: NativeRecovery }>;
+  getNewest(engines: NativeEngine[], key: Buffer): Promise<NativeGetResult>;
+  lookupNewest(engines: NativeEngine[], keys: Buffer[]): Promise<NativeLookupResult[]>;
   crc32c(data: Buffer): number;
   poolSize: number;
   crc32cHardware: boolean;

@@ -111,3 +111,32 @@ t.test('a partition directory is used by one engine at a time', async (t) => {
   const again = await Engine.open(dir);
   await again.close();
 });
+
+t.test('getNewest and lookupNewest resolve versions across engines', async (t) => {
+  const [a, b, c] = await Promise.all([Engine.open(tempDir(t)), Engine.open(tempDir(t)), Engine.open(tempDir(t))]);
+  const k1 = keyOf(1);
+  const k2 = keyOf(2);
+  await a.put(k1, 100, Buffer.from('a100'));
+  await b.put(k1, 200, Buffer.from('b200'));
+  await c.delete(k1, 150);
+  await b.put(k2, 50, Buffer.from('b50'));
+  await c.delete(k2, 60);
+  const r1 = await Engine.getNewest([a, b, c], k1);
+  t.same(r1 && r1.kind === 'found' && [r1.timestamp, r1.value.toString()], [200, 'b200']);
+  t.same(await Engine.getNewest([a, b, c], k2), { kind: 'deleted', timestamp: 60 });
+  t.equal(await Engine.getNewest([a, b, c], keyOf(3)), null);
+  await a.put(keyOf(4), 7, Buffer.from('first'));
+  await b.put(keyOf(4), 7, Buffer.from('second'));
+  const tie = await Engine.getNewest([a, b], keyOf(4));
+  t.equal(tie?.kind === 'found' && tie.value.toString(), 'first', 'ties go to the earlier engine');
+  t.same(await Engine.lookupNewest([a, b, c], [k1, k2, keyOf(3)]), [
+    { kind: 'found', timestamp: 200 },
+    { kind: 'deleted', timestamp: 60 },
+    null,
+  ]);
+  await t.rejects(Engine.getNewest([], k1), /non-empty/);
+  await t.rejects(Engine.getNewest([a, {} as Engine], k1), /engines\[1\]/);
+  const other = await Engine.open(tempDir(t), { keySize: 8 });
+  await t.rejects(Engine.lookupNewest([a, other], [k1]), /one key size/);
+  await Promise.all([a, b, c, other].map((e) => e.close()));
+});

@@ -1,0 +1,143 @@
+#include "util/crc32c.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test/testharness.h"
+
+// The two implementations are internal to crc32c.cc, which picks one for the
+// process. To check both on any CPU, the file is compiled a second time into
+// a private namespace here, where both are reachable by name. The system
+// headers it includes are included first so that they stay in the global
+// namespace (their include guards keep the nested #include empty).
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif
+namespace crc32c_copy {
+#include "util/crc32c.cc"
+}  // namespace crc32c_copy
+
+namespace oyster {
+namespace {
+
+// Straight from docs/FORMAT.md, section 1.1: one bit at a time.
+uint32_t BitwiseCrc(uint32_t crc, const char* data, size_t n) {
+  uint32_t c = ~crc;
+  for (size_t i = 0; i < n; i++) {
+    c ^= static_cast<unsigned char>(data[i]);
+    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+  }
+  return ~c;
+}
+
+std::string RandomBytes(std::mt19937_64* rng, size_t n) {
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>((*rng)());
+  return s;
+}
+
+// Every implementation available on this machine, with a name for messages.
+struct Impl {
+  const char* name;
+  uint32_t (*extend)(uint32_t, const char*, size_t);
+};
+
+std::vector<Impl> Implementations() {
+  std::vector<Impl> impls;
+  impls.push_back({"selected", &crc32c::Extend});
+  impls.push_back({"portable", &crc32c_copy::oyster::crc32c::ExtendPortable});
+#ifdef OYSTER_CRC32C_X86
+  if (crc32c_copy::oyster::crc32c::DetectSse42()) {
+    impls.push_back({"sse4.2", &crc32c_copy::oyster::crc32c::ExtendSse42});
+  }
+#endif
+  return impls;
+}
+
+}  // namespace
+
+TEST(Crc32c, CheckValue) {
+  ASSERT_EQ(crc32c::Value("123456789", 9), 0xE3069283u);
+  for (const Impl& impl : Implementations()) {
+    ASSERT_EQ(impl.extend(0, "123456789", 9), 0xE3069283u) << impl.name;
+  }
+}
+
+TEST(Crc32c, EmptyInput) {
+  ASSERT_EQ(crc32c::Value("", 0), 0u);
+  ASSERT_EQ(crc32c::Value(nullptr, 0), 0u);
+  // Extending by nothing changes nothing.
+  ASSERT_EQ(crc32c::Extend(0xE3069283u, "", 0), 0xE3069283u);
+}
+
+// The iSCSI test vectors of RFC 3720, B.4 (also used by LevelDB).
+TEST(Crc32c, Rfc3720Vectors) {
+  char buf[32];
+  std::memset(buf, 0, sizeof(buf));
+  ASSERT_EQ(crc32c::Value(buf, sizeof(buf)), 0x8A9136AAu);
+  std::memset(buf, 0xFF, sizeof(buf));
+  ASSERT_EQ(crc32c::Value(buf, sizeof(buf)), 0x62A8AB43u);
+  for (int i = 0; i < 32; i++) buf[i] = static_cast<char>(i);
+  ASSERT_EQ(crc32c::Value(buf, sizeof(buf)), 0x46DD794Eu);
+  for (int i = 0; i < 32; i++) buf[i] = static_cast<char>(31 - i);
+  ASSERT_EQ(crc32c::Value(buf, sizeof(buf)), 0x113FDB5Cu);
+  const unsigned char pdu[48] = {
+      0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18,
+      0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  ASSERT_EQ(crc32c::Value(reinterpret_cast<const char*>(pdu), sizeof(pdu)), 0xD9963A56u);
+}
+
+TEST(Crc32c, ExtendEqualsOneShot) {
+  std::mt19937_64 rng(test::RandomSeed());
+  const std::string data = RandomBytes(&rng, 1000);
+  for (const Impl& impl : Implementations()) {
+    const uint32_t whole = impl.extend(0, data.data(), data.size());
+    for (size_t split = 0; split <= data.size(); split++) {
+      uint32_t crc = impl.extend(0, data.data(), split);
+      crc = impl.extend(crc, data.data() + split, data.size() - split);
+      ASSERT_EQ(crc, whole) << impl.name << ", split at " << split;
+    }
+    // Many small pieces.
+    uint32_t crc = 0;
+    for (size_t i = 0; i < data.size(); i += 7) {
+      crc = impl.extend(crc, data.data() + i, std::min<size_t>(7, data.size() - i));
+    }
+    ASSERT_EQ(crc, whole) << impl.name;
+  }
+}
+
+// Hardware and table implementations agree with the bitwise definition for
+// every length around the 8-byte strides and every alignment.
+TEST(Crc32c, ImplementationsMatchBitwiseReference) {
+  std::mt19937_64 rng(test::RandomSeed());
+  const std::string data = RandomBytes(&rng, 1 << 20);
+  const std::vector<Impl> impls = Implementations();
+  ASSERT_GE(impls.size(), 2u);
+  for (size_t align = 0; align < 16; align++) {
+    for (size_t n = 0; n <= 300; n++) {
+      const uint32_t init = static_cast<uint32_t>(rng());
+      const uint32_t want = BitwiseCrc(init, data.data() + align, n);
+      for (const Impl& impl : impls) {
+        ASSERT_EQ(impl.extend(init, data.data() + align, n), want)
+            << impl.name << ", length " << n << ", alignment " << align;
+      }
+    }
+  }
+  const uint32_t want = BitwiseCrc(0, data.data() + 3, data.size() - 3);
+  for (const Impl& impl : impls) ASSERT_EQ(impl.extend(0, data.data() + 3, data.size() - 3), want) << impl.name;
+}
+
+TEST(Crc32c, HardwareReportedWhenAvailable) {
+#ifdef OYSTER_CRC32C_X86
+  ASSERT_EQ(crc32c::HardwareAccelerated(), crc32c_copy::oyster::crc32c::DetectSse42());
+#else
+  ASSERT_FALSE(crc32c::HardwareAccelerated());
+#endif
+}
+
+}  // namespace oyster

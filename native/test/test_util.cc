@@ -1,0 +1,346 @@
+#include "test/test_util.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "engine/format.h"
+#include "test/testharness.h"
+#include "util/hash.h"
+
+namespace oyster {
+namespace test {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------- data
+
+std::string Key(uint64_t i, size_t key_size) {
+  std::string k(key_size, 'k');
+  for (size_t j = 0; j < std::min<size_t>(8, key_size); j++) {
+    k[key_size - 1 - j] = static_cast<char>(i >> (8 * j));
+  }
+  return k;
+}
+
+std::string ValueFor(const std::string& key, uint64_t timestamp, size_t size) {
+  // splitmix64 seeded by key and version.
+  uint64_t x = KeyHash64(key.data(), key.size()) ^ (timestamp * 0x9E3779B97F4A7C15ull);
+  std::string v(size, '\0');
+  for (size_t i = 0; i < size; i += 8) {
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    std::memcpy(&v[i], &z, std::min<size_t>(8, size - i));
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------- files
+
+std::string ReadFileOrThrow(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) FAIL() << "cannot read " << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void WriteFileOrThrow(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) FAIL() << "cannot write " << path;
+}
+
+void AppendToFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) FAIL() << "cannot append to " << path;
+}
+
+void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  char c = 0;
+  f.seekg(static_cast<std::streamoff>(offset));
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ static_cast<char>(mask));
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+  if (!f) FAIL() << "cannot flip byte " << offset << " of " << path;
+}
+
+void TruncateFile(const std::string& path, uint64_t size) {
+  std::error_code ec;
+  fs::resize_file(path, size, ec);
+  if (ec) FAIL() << "cannot truncate " << path << ": " << ec.message();
+}
+
+uint64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  uint64_t n = fs::file_size(path, ec);
+  if (ec) FAIL() << "cannot stat " << path << ": " << ec.message();
+  return n;
+}
+
+bool FileExists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+void RemoveFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::remove(path, ec)) FAIL() << "cannot remove " << path << ": " << ec.message();
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string BlobPath(const std::string& dir, uint64_t id) { return JoinPath(dir, BlobFileName("oyster", id)); }
+
+std::string IndexPath(const std::string& dir, uint64_t id) {
+  return JoinPath(dir, IndexFileName("oyster", id));
+}
+
+Status StringFile::Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const {
+  *bytes_read = 0;
+  if (offset >= data_.size()) return Status::OK();
+  *bytes_read = std::min<size_t>(n, data_.size() - offset);
+  std::memcpy(buf, data_.data() + offset, *bytes_read);
+  return Status::OK();
+}
+
+Status StringFile::Write(uint64_t offset, const IoSlice* slices, int count) {
+  for (int i = 0; i < count; i++) {
+    if (data_.size() < offset + slices[i].size) data_.resize(offset + slices[i].size);
+    std::memcpy(&data_[offset], slices[i].data, slices[i].size);
+    offset += slices[i].size;
+  }
+  return Status::OK();
+}
+
+Status StringFile::Truncate(uint64_t size) {
+  data_.resize(size);
+  return Status::OK();
+}
+
+Status StringFile::Size(uint64_t* size) const {
+  *size = data_.size();
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------- threads
+
+bool Eventually(const std::function<bool()>& pred, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+void Latch::CountDown() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (--count_ == 0) cv_.notify_all();
+}
+
+void Latch::Wait() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [this] { return count_ == 0; });
+}
+
+void GatedExecutor::Schedule(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!open_) {
+      held_.push_back(std::move(task));
+      return;
+    }
+  }
+  target_->Schedule(std::move(task));
+}
+
+void GatedExecutor::Close() {
+  std::lock_guard<std::mutex> l(mu_);
+  open_ = false;
+}
+
+void GatedExecutor::Open() {
+  std::vector<std::function<void()>> held;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = true;
+    held.swap(held_);
+  }
+  for (auto& t : held) target_->Schedule(std::move(t));
+}
+
+// ---------------------------------------------------------------- engine
+
+class PendingWrites::Request final : public WriteRequest {
+ public:
+  Request(const WriteOp& op, Latch* latch, Status* result) : op_(op), latch_(latch), result_(result) {
+    key = op_.key.data();
+    timestamp = op_.timestamp;
+    value = op_.value.data();
+    value_size = op_.value.size();
+    tombstone = op_.tombstone;
+  }
+  void Done(const Status& s) override {
+    *result_ = s;
+    latch_->CountDown();
+  }
+
+ private:
+  const WriteOp op_;
+  Latch* const latch_;
+  Status* const result_;
+};
+
+PendingWrites::PendingWrites(Engine* engine, const std::vector<WriteOp>& ops)
+    : latch_(ops.size()), results_(ops.size()) {
+  for (const WriteOp& op : ops) {
+    if (op.key.size() != engine->options().key_size) {
+      FAIL() << "key of " << op.key.size() << " bytes for an engine with " << engine->options().key_size;
+    }
+  }
+  for (size_t i = 0; i < ops.size(); i++) {
+    requests_.push_back(std::make_unique<Request>(ops[i], &latch_, &results_[i]));
+  }
+  for (auto& r : requests_) engine->Write(r.get());
+}
+
+PendingWrites::~PendingWrites() { Wait(); }
+
+const std::vector<Status>& PendingWrites::Wait() {
+  if (!waited_) {
+    latch_.Wait();
+    waited_ = true;
+  }
+  return results_;
+}
+
+std::vector<Status> WriteAll(Engine* engine, const std::vector<WriteOp>& ops) {
+  PendingWrites w(engine, ops);
+  return w.Wait();
+}
+
+Status Put(Engine* engine, const std::string& key, uint64_t ts, const std::string& value) {
+  return WriteAll(engine, {WriteOp::Put(key, ts, value)})[0];
+}
+
+Status Delete(Engine* engine, const std::string& key, uint64_t ts) {
+  return WriteAll(engine, {WriteOp::Delete(key, ts)})[0];
+}
+
+std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts, size_t size) {
+  std::vector<WriteOp> ops;
+  for (uint64_t i = from; i < to; i++) ops.push_back(WriteOp::Put(Key(i), ts, ValueFor(Key(i), ts, size)));
+  return ops;
+}
+
+void WriteEach(Engine* engine, const std::vector<WriteOp>& ops, Model* model) {
+  for (const WriteOp& op : ops) {
+    ASSERT_OK(WriteAll(engine, {op})[0]) << "writing key " << internal::PrintString(op.key);
+    model->Apply(op);
+  }
+}
+
+std::string Read(Engine* engine, const std::string& key) {
+  GetResult r;
+  Status s = engine->Get(key.data(), &r);
+  if (!s.ok()) return "ERROR: " + s.ToString();
+  switch (r.kind) {
+    case GetResult::kAbsent: return "NOT_FOUND";
+    case GetResult::kDeleted: return "DELETED";
+    case GetResult::kFound: break;
+  }
+  return std::string(r.record.storage.get() + r.record.value_offset, r.record.value_size);
+}
+
+void Model::Apply(const WriteOp& op) {
+  auto it = entries_.find(op.key);
+  if (it != entries_.end() && it->second.timestamp > op.timestamp) return;
+  entries_[op.key] = Entry{op.timestamp, op.tombstone, op.value};
+}
+
+void Model::Verify(Engine* engine) const {
+  for (const auto& [key, e] : entries_) {
+    GetResult g;
+    Status s = engine->Get(key.data(), &g);
+    ASSERT_OK(s) << "for key " << internal::PrintString(key);
+    ASSERT_EQ(g.kind, e.tombstone ? GetResult::kDeleted : GetResult::kFound)
+        << "for key " << internal::PrintString(key);
+    ASSERT_EQ(g.timestamp, e.timestamp) << "for key " << internal::PrintString(key);
+    if (!e.tombstone) {
+      std::string v(g.record.storage.get() + g.record.value_offset, g.record.value_size);
+      ASSERT_TRUE(v == e.value) << "value of key " << internal::PrintString(key) << " is "
+                                << internal::PrintString(v) << ", expected " << internal::PrintString(e.value);
+    }
+    LookupResult l;
+    ASSERT_OK(engine->Lookup(key.data(), &l));
+    ASSERT_EQ(l.kind, g.kind);
+    ASSERT_EQ(l.timestamp, g.timestamp);
+  }
+}
+
+EngineOptions TestOptions() {
+  EngineOptions o;
+  o.key_size = 16;
+  return o;
+}
+
+TestEngine::TestEngine(std::string dir, int threads)
+    : options(TestOptions()), dir_(std::move(dir)), pool_(new ThreadPool(threads)) {}
+
+TestEngine::~TestEngine() {
+  // A test that failed half-way may leave the engine open: drop it as a
+  // crash would, before the gate and the pool go.
+  Drop();
+}
+
+GatedExecutor* TestEngine::gate() {
+  if (!gate_) gate_.reset(new GatedExecutor(pool_.get()));
+  options.executor = gate_.get();
+  return gate_.get();
+}
+
+bool TestEngine::Drop() {
+  std::weak_ptr<Engine> weak = engine_;
+  engine_.reset();
+  // Writer and index tasks still queued on the pool hold references (and
+  // may schedule more work through the gate).
+  if (gate_) gate_->Open();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!weak.expired()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+Status TestEngine::Open() {
+  if (options.executor == nullptr) options.executor = pool_.get();
+  if (!Drop()) return Status::Busy("the previous engine is still referenced");
+  return Engine::Open(options, dir_, &engine_, &report_);
+}
+
+Status TestEngine::Close() {
+  if (!engine_) return Status::OK();
+  Status s = engine_->Close();
+  if (!Drop()) return Status::Busy("the closed engine is still referenced");
+  return s;
+}
+
+void TestEngine::Crash() {
+  if (!Drop()) FAIL() << "the dropped engine is still referenced after 30 s";
+}
+
+}  // namespace test
+}  // namespace oyster

@@ -1,0 +1,226 @@
+// Helpers shared by the engine tests: deterministic keys and values, whole
+// file manipulation (to damage files the way disks and crashes do), an
+// in-memory File, and synchronous wrappers around the engine's asynchronous
+// write API.
+
+#ifndef OYSTER_TEST_TEST_UTIL_H_
+#define OYSTER_TEST_TEST_UTIL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "util/file_system.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace oyster {
+namespace test {
+
+// ---------------------------------------------------------------- data
+
+// Key number i, key_size bytes: 'k' padding then i in big-endian binary (so
+// keys contain zero bytes and memcmp order is numeric order). For key sizes
+// below 8 only the low bytes of i are kept.
+std::string Key(uint64_t i, size_t key_size = 16);
+
+// `size` bytes determined by (key, timestamp): a reader can check that a
+// value belongs to the key and version it was returned for.
+std::string ValueFor(const std::string& key, uint64_t timestamp, size_t size);
+
+// ---------------------------------------------------------------- files
+
+std::string ReadFileOrThrow(const std::string& path);
+void WriteFileOrThrow(const std::string& path, const std::string& data);
+void AppendToFile(const std::string& path, const std::string& data);
+// XORs the byte at offset with mask, in place.
+void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01);
+void TruncateFile(const std::string& path, uint64_t size);
+uint64_t FileSize(const std::string& path);
+bool FileExists(const std::string& path);
+void RemoveFile(const std::string& path);
+// Sorted names in dir (files and directories).
+std::vector<std::string> ListDir(const std::string& dir);
+
+// Paths of the engine's files for blob `id` under the default prefix.
+std::string BlobPath(const std::string& dir, uint64_t id);
+std::string IndexPath(const std::string& dir, uint64_t id);
+
+// A File over a string, for tests of the scanner and the index reader.
+class StringFile final : public File {
+ public:
+  explicit StringFile(std::string data) : data_(std::move(data)) {}
+  Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override;
+  Status Write(uint64_t offset, const IoSlice* slices, int count) override;
+  Status Sync() override { return Status::OK(); }
+  Status Truncate(uint64_t size) override;
+  Status Size(uint64_t* size) const override;
+  const std::string& path() const override { return path_; }
+  std::string* data() { return &data_; }
+
+ private:
+  std::string data_;
+  const std::string path_ = "<memory>";
+};
+
+// ---------------------------------------------------------------- threads
+
+// Polls until pred() holds; false if it still does not after `seconds`.
+bool Eventually(const std::function<bool()>& pred, int seconds = 10);
+
+// Counts down to zero once; Wait blocks until then.
+class Latch {
+ public:
+  explicit Latch(size_t count) : count_(count) {}
+  void CountDown();
+  void Wait();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t count_;
+};
+
+// Holds every task scheduled while closed; Open() hands them (and all later
+// ones) to `target`. Lets a test queue writes before the writer may run, so
+// that batches are deterministic.
+class GatedExecutor final : public Executor {
+ public:
+  explicit GatedExecutor(Executor* target) : target_(target) {}
+  void Schedule(std::function<void()> task) override;
+  void Close();
+  void Open();
+
+ private:
+  Executor* const target_;
+  std::mutex mu_;
+  bool open_ = true;
+  std::vector<std::function<void()>> held_;
+};
+
+// ---------------------------------------------------------------- engine
+
+struct WriteOp {
+  std::string key;
+  uint64_t timestamp = 0;
+  std::string value;
+  bool tombstone = false;
+
+  static WriteOp Put(std::string key, uint64_t ts, std::string value) {
+    return WriteOp{std::move(key), ts, std::move(value), false};
+  }
+  static WriteOp Delete(std::string key, uint64_t ts) { return WriteOp{std::move(key), ts, "", true}; }
+};
+
+// Writes submitted together, so that the engine can batch them; the
+// destructor waits for the outstanding ones (the engine holds pointers into
+// them until it calls Done).
+class PendingWrites {
+ public:
+  PendingWrites(Engine* engine, const std::vector<WriteOp>& ops);
+  ~PendingWrites();
+  PendingWrites(const PendingWrites&) = delete;
+  PendingWrites& operator=(const PendingWrites&) = delete;
+
+  // The outcome of every write, in submission order.
+  const std::vector<Status>& Wait();
+
+ private:
+  class Request;
+  Latch latch_;
+  std::vector<std::unique_ptr<Request>> requests_;
+  std::vector<Status> results_;
+  bool waited_ = false;
+};
+
+std::vector<Status> WriteAll(Engine* engine, const std::vector<WriteOp>& ops);
+Status Put(Engine* engine, const std::string& key, uint64_t ts, const std::string& value);
+Status Delete(Engine* engine, const std::string& key, uint64_t ts);
+
+// Puts of keys [from, to) at timestamp ts with values of `size` bytes.
+std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts = 1, size_t size = 60);
+
+// Get as a string: the value if found, else "NOT_FOUND", "DELETED", or
+// "ERROR: <status>" (values in tests never look like these).
+std::string Read(Engine* engine, const std::string& key);
+
+// The expected state of the store under the engine's rules (newest
+// timestamp wins; on equal timestamps the later write wins).
+class Model {
+ public:
+  void Apply(const WriteOp& op);
+  void Put(const std::string& key, uint64_t ts, const std::string& value) { Apply(WriteOp::Put(key, ts, value)); }
+  void Delete(const std::string& key, uint64_t ts) { Apply(WriteOp::Delete(key, ts)); }
+  // Fails the test unless Get and Lookup agree with the model for every key.
+  void Verify(Engine* engine) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    uint64_t timestamp;
+    bool tombstone;
+    std::string value;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+// Writes ops one by one (each its own batch), failing the test on the
+// first error, and applies each acknowledged one to the model.
+void WriteEach(Engine* engine, const std::vector<WriteOp>& ops, Model* model);
+
+// Options used by the engine tests unless a test changes them.
+EngineOptions TestOptions();
+
+// Owns a thread pool and one engine over `dir`, and reopens it the orderly
+// way or as after a crash.
+class TestEngine {
+ public:
+  explicit TestEngine(std::string dir, int threads = 4);
+  ~TestEngine();
+
+  // Edit before Open(); executor defaults to the own pool.
+  EngineOptions options;
+
+  Status Open();
+  // Close(), then drops the engine.
+  Status Close();
+  // Drops the engine without Close (files are left as a crash leaves them)
+  // and waits until queued background work has released it.
+  void Crash();
+  Status Reopen() {
+    Status s = Close();
+    return s.ok() ? Open() : s;
+  }
+
+  // A gate in front of the pool, made the engine's executor from the next
+  // Open() on. Owned here, so that it outlives the engine's tasks.
+  GatedExecutor* gate();
+
+  Engine* get() const { return engine_.get(); }
+  Engine* operator->() const { return engine_.get(); }
+  const RecoveryReport& report() const { return report_; }
+  const std::string& dir() const { return dir_; }
+  ThreadPool* pool() const { return pool_.get(); }
+
+ private:
+  // Drops the engine and waits until no task refers to it any more; false
+  // if that takes unreasonably long.
+  bool Drop();
+
+  const std::string dir_;
+  std::unique_ptr<ThreadPool> pool_;  // outlives the engine
+  std::unique_ptr<GatedExecutor> gate_;
+  std::shared_ptr<Engine> engine_;
+  RecoveryReport report_;
+};
+
+}  // namespace test
+}  // namespace oyster
+
+#endif  // OYSTER_TEST_TEST_UTIL_H_

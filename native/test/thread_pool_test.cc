@@ -1,0 +1,122 @@
+#include "util/thread_pool.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "test/test_util.h"
+#include "test/testharness.h"
+
+namespace oyster {
+
+TEST(ThreadPool, RunsEveryTask) {
+  std::atomic<int> done{0};
+  {
+    ThreadPool pool(4);
+    ASSERT_EQ(pool.size(), 4);
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 4; p++) {
+      producers.emplace_back([&] {
+        for (int i = 0; i < 5000; i++) pool.Schedule([&] { done.fetch_add(1); });
+      });
+    }
+    for (auto& t : producers) t.join();
+    ASSERT_TRUE(test::Eventually([&] { return done.load() == 20000; })) << done.load();
+  }
+  ASSERT_EQ(done.load(), 20000);
+}
+
+TEST(ThreadPool, DestructorRunsQueuedTasks) {
+  std::atomic<int> done{0};
+  {
+    ThreadPool pool(2);
+    for (int i = 0; i < 1000; i++) pool.Schedule([&] { done.fetch_add(1); });
+  }
+  ASSERT_EQ(done.load(), 1000);
+  ThreadPool zero(0);  // at least one thread
+  ASSERT_EQ(zero.size(), 1);
+}
+
+TEST(ThreadPool, TasksScheduleTasks) {
+  ThreadPool pool(3);
+  test::Latch latch(1);
+  std::atomic<int> hops{0};
+  std::function<void()> hop = [&] {
+    if (hops.fetch_add(1) + 1 == 500) {
+      latch.CountDown();
+    } else {
+      pool.Schedule(hop);
+    }
+  };
+  pool.Schedule(hop);
+  latch.Wait();
+  ASSERT_EQ(hops.load(), 500);
+}
+
+// A task blocked on the disk must not hold up a growing backlog: other
+// threads are woken to serve it.
+TEST(ThreadPool, BacklogWakesMoreThreads) {
+  std::atomic<bool> release{false};
+  std::atomic<bool> blocked{false};
+  std::atomic<int> done{0};
+  ThreadPool pool(4);  // joined before the flags go
+  pool.Schedule([&] {
+    blocked = true;
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  });
+  ASSERT_TRUE(test::Eventually([&] { return blocked.load(); }));
+  for (int i = 0; i < 200; i++) pool.Schedule([&] { done.fetch_add(1); });
+  const bool served = test::Eventually([&] { return done.load() == 200; });
+  release = true;
+  ASSERT_TRUE(served) << "only " << done.load() << " of 200 tasks ran while one thread was blocked";
+}
+
+// A single task queued while the awake thread is blocked must not wait for
+// it: no later task arrives to trigger a wake-up, so the pool has to notice
+// on its own that the task waited too long.
+TEST(ThreadPool, LoneTaskBehindABlockedThread) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 20; round++) {
+    std::atomic<bool> release{false};
+    std::atomic<bool> blocked{false};
+    std::atomic<bool> done{false};
+    std::atomic<bool> unblocked{false};
+    pool.Schedule([&] {
+      blocked = true;
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      unblocked = true;
+    });
+    ASSERT_TRUE(test::Eventually([&] { return blocked.load(); }));
+    if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(15));  // the pool settles
+    pool.Schedule([&] { done = true; });
+    const bool ran = test::Eventually([&] { return done.load(); }, 5);
+    release = true;
+    // The blocked task refers to this round's variables.
+    ASSERT_TRUE(test::Eventually([&] { return unblocked.load() && done.load(); }));
+    ASSERT_TRUE(ran) << "round " << round;
+  }
+}
+
+TEST(ThreadPool, SlowTasksSpreadOverThreads) {
+  ThreadPool pool(4);
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  test::Latch latch(200);
+  for (int i = 0; i < 200; i++) {
+    pool.Schedule([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+      {
+        std::lock_guard<std::mutex> l(mu);
+        ids.insert(std::this_thread::get_id());
+      }
+      latch.CountDown();
+    });
+  }
+  latch.Wait();
+  ASSERT_GE(ids.size(), 2u);
+}
+
+}  // namespace oyster
