@@ -6,6 +6,7 @@
 
 #include "addon/addon_data.h"
 #include "addon/engine_wrap.h"
+#include "addon/tools_wrap.h"
 #include "engine/format.h"
 #include "engine/index_format.h"
 #include "util/crc32c.h"
@@ -46,6 +47,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("getNewest", Napi::Function::New(env, &EngineWrap::GetNewest, "getNewest"));
   exports.Set("lookupNewest", Napi::Function::New(env, &EngineWrap::LookupNewest, "lookupNewest"));
   exports.Set("crc32c", Napi::Function::New(env, &Crc32c, "crc32c"));
+  exports.Set("tools", ToolsExports(env));
   exports.Set("poolSize", Napi::Number::New(env, data->pool()->size()));
   exports.Set("crc32cHardware", Napi::Boolean::New(env, crc32c::HardwareAccelerated()));
   Napi::Object format = Napi::Object::New(env);

@@ -252,6 +252,17 @@ class ExistsOp final : public Op {
   std::vector<LookupResult> results_;
 };
 
+class SnapshotOp final : public Op {
+ public:
+  SnapshotOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine) : Op(env, data), engine_(std::move(engine)) {}
+  void Run() override { status_ = engine_->Snapshot(&packed_); }
+  Napi::Value Result(Napi::Env env) override { return Napi::Buffer<char>::Copy(env, packed_.data(), packed_.size()); }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  std::string packed_;
+};
+
 class ControlOp final : public Op {
  public:
   enum Kind { kCloseActiveBlob, kClose };
@@ -389,6 +400,7 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                          InstanceMethod<&EngineWrap::Exists>("exists"),
                          InstanceMethod<&EngineWrap::RecordsCount>("recordsCount"),
                          InstanceMethod<&EngineWrap::Stats>("stats"),
+                         InstanceMethod<&EngineWrap::Snapshot>("snapshot"),
                          InstanceMethod<&EngineWrap::CloseActiveBlob>("closeActiveBlob"),
                          InstanceMethod<&EngineWrap::Close>("close"),
                      });
@@ -592,6 +604,12 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
   o.Set("writeError", st.write_error.empty() ? env.Null() : Napi::String::New(env, st.write_error));
   d.Resolve(o);
   return d.Promise();
+}
+
+Napi::Value EngineWrap::Snapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!CheckOpen(env)) return env.Undefined();
+  return StartOp<SnapshotOp>(env, engine_);
 }
 
 Napi::Value EngineWrap::CloseActiveBlob(const Napi::CallbackInfo& info) {

@@ -34,6 +34,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value Exists(const Napi::CallbackInfo& info);
   Napi::Value RecordsCount(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Snapshot(const Napi::CallbackInfo& info);
   Napi::Value CloseActiveBlob(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 

@@ -33,6 +33,13 @@ Status Blob::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found
   return reader_->Find(key, key_hash, e, found);
 }
 
+Status Blob::ForEachEntry(const std::function<void(const char*, const IndexEntry&)>& fn) const {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  if (!active_) return reader_->ForEach(fn);
+  for (uint32_t i = 0; i < active_->size(); i++) fn(active_->key_at(i), active_->entry_at(i));
+  return Status::OK();
+}
+
 Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out) const {
   const size_t hsize = RecordHeaderSize(key_size);
   const size_t total = hsize + e.value_size;

@@ -7,6 +7,7 @@
 #define OYSTER_ENGINE_BLOB_H_
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,9 @@ class Blob {
   uint64_t size() const { return size_.load(std::memory_order_acquire); }
   uint64_t records() const { return records_.load(std::memory_order_acquire); }
   uint64_t max_timestamp() const { return max_ts_.load(std::memory_order_acquire); }
+
+  // Calls fn for the newest entry of every key in this blob (any order).
+  Status ForEachEntry(const std::function<void(const char* key, const IndexEntry& e)>& fn) const;
 
   // Thread-safe lookup of the newest entry of key in this blob.
   Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const;

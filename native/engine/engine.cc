@@ -53,9 +53,6 @@ Status Engine::Open(const EngineOptions& options, const std::string& dir,
 
 namespace {
 
-// bob's storage engine (pearl) starts its blob files with this magic.
-constexpr uint64_t kPearlBlobMagic = 0x00000000DEAFABCDull;
-
 // Id of a file name as written by Quarantine: "<prefix>.<id>.blob" with an
 // optional ".<k>" appended to avoid overwriting an earlier file.
 bool QuarantinedId(std::string name, const std::string& prefix, uint64_t* id) {
@@ -409,6 +406,36 @@ Status Engine::Lookup(const char* key, LookupResult* result) {
   return Resolve(key, result, &blob, &e);
 }
 
+Status Engine::Snapshot(std::string* out) {
+  if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
+  const size_t k = options_.key_size;
+  std::shared_ptr<const BlobSet> set = Current();
+  ActiveIndex newest(k);
+  // Oldest blob first; the rank in the offset's high bits makes a later blob
+  // win a timestamp tie, as reads do.
+  const size_t n = set->blobs.size();
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t rank = static_cast<uint64_t>(i) << 48;
+    Status s = set->blobs[n - 1 - i]->ForEachEntry([&](const char* key, const IndexEntry& e) {
+      IndexEntry ranked = e;
+      ranked.offset = rank | e.offset;
+      newest.Insert(key, KeyHash64(key, k), ranked);
+    });
+    if (!s.ok()) return s;
+  }
+  out->clear();
+  out->reserve(newest.size() * (9 + k));
+  char ts[8];
+  for (uint32_t i = 0; i < newest.size(); i++) {
+    const IndexEntry& e = newest.entry_at(i);
+    out->push_back((e.flags & kFlagTombstone) ? 2 : 1);
+    EncodeFixed64(ts, e.timestamp);
+    out->append(ts, 8);
+    out->append(newest.key_at(i), k);
+  }
+  return Status::OK();
+}
+
 // ------------------------------------------------------------------ writes
 
 void Engine::Write(WriteRequest* req) {
@@ -565,6 +592,15 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
       SetWriteError(Status::IOError("cannot roll back a failed write in " + f->path() +
                                     "; writes are disabled until the engine is reopened", t.err()));
     }
+    return s;
+  }
+  // A blob deleted under us (its disk directory removed) still takes writes
+  // that could never be read back: they must not be acknowledged.
+  bool removed = false;
+  s = f->Removed(&removed);
+  if (s.ok() && removed) s = Status::IOError("blob " + f->path() + " was removed while in use", ENOENT);
+  if (!s.ok()) {
+    SetWriteError(s);
     return s;
   }
   dirty_bytes_ += offset - start;

@@ -102,6 +102,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Like Get, without reading the value.
   Status Lookup(const char* key, LookupResult* result);
 
+  // The newest version of every key stored, packed for the caller as
+  // repeated [u8 kind (1 value, 2 tombstone)][u64 timestamp LE][key]. A
+  // consistent view of the blobs at the time of the call (for handing alien
+  // copies over to their owners).
+  Status Snapshot(std::string* out);
+
   // Seals the active blob and writes its index file; the next write starts a
   // new blob. Returns once the index is on disk.
   Status CloseActiveBlob();

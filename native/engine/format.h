@@ -23,6 +23,10 @@ struct BlobHeader {
   uint64_t blob_id = 0;
 };
 
+// bob's storage engine (pearl) starts its blob files with this u64: its files
+// share our directory layout, not our format, and are recognised to be refused.
+constexpr uint64_t kPearlBlobMagic = 0x00000000DEAFABCDull;
+
 void EncodeBlobHeader(const BlobHeader& h, char* dst /* kBlobHeaderSize bytes */);
 // Corruption when magic or CRC do not match, NotSupported for an unknown version.
 Status DecodeBlobHeader(const char* src, BlobHeader* h);

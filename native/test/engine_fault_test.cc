@@ -335,4 +335,19 @@ TEST(Fault, RecoveryStopsOnIOErrors) {
   model.Verify(db.get());
 }
 
+// A blob deleted while open (its disk directory removed) still accepts
+// writes that could never be read back: they fail instead of being
+// acknowledged, and every later write fails too.
+TEST(Fault, RemovedBlobRefusesWrites) {
+  TestEngine db(PartitionDir());
+  ASSERT_OK(db.Open());
+  ASSERT_OK(test::Put(db.get(), Key(1), 1, "kept"));
+  test::RemoveFile(test::BlobPath(db.dir(), 1));
+  Status s = test::Put(db.get(), Key(2), 1, "lost");
+  ASSERT_STATUS(kIOError, s);
+  ASSERT_EQ(s.err(), ENOENT);
+  ASSERT_STATUS(kIOError, test::Put(db.get(), Key(3), 1, "refused"));
+  ASSERT_TRUE(db->Stats().write_error.find("removed") != std::string::npos) << db->Stats().write_error;
+}
+
 }  // namespace oyster

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 #include "test/fault_file_system.h"
 #include "test/test_util.h"
 #include "test/testharness.h"
+#include "util/coding.h"
 
 namespace oyster {
 namespace {
@@ -767,6 +769,30 @@ TEST(Engine, StatsWhileRotating) {
   for (const Status& s : results) ASSERT_OK(s);
   ASSERT_LE(max_seen.load(), 100u);
   ASSERT_EQ(db->RecordsCount(), 100u);
+}
+
+// Snapshot lists the newest version of every key once, across blobs of every
+// state (closed, sealed, active), with the tie rule of reads.
+TEST(Engine, SnapshotNewestPerKey) {
+  TestEngine db(PartitionDir());
+  db.options.max_data_in_blob = 2;
+  ASSERT_OK(db.Open());
+  ASSERT_OK(test::Put(db.get(), Key(1), 10, "old"));
+  ASSERT_OK(test::Put(db.get(), Key(2), 10, "two"));
+  ASSERT_OK(test::Put(db.get(), Key(1), 10, "same second, later blob"));
+  ASSERT_OK(test::Delete(db.get(), Key(2), 30));
+  ASSERT_OK(test::Put(db.get(), Key(3), 5, "three"));
+  std::string packed;
+  ASSERT_OK(db->Snapshot(&packed));
+  const size_t entry = 9 + 16;
+  ASSERT_EQ(packed.size(), 3 * entry);
+  std::map<std::string, std::pair<int, uint64_t>> got;
+  for (size_t off = 0; off < packed.size(); off += entry) {
+    got[packed.substr(off + 9, 16)] = {packed[off], DecodeFixed64(packed.data() + off + 1)};
+  }
+  ASSERT_TRUE((got[Key(1)] == std::pair<int, uint64_t>{1, 10}));
+  ASSERT_TRUE((got[Key(2)] == std::pair<int, uint64_t>{2, 30}));
+  ASSERT_TRUE((got[Key(3)] == std::pair<int, uint64_t>{1, 5}));
 }
 
 }  // namespace oyster

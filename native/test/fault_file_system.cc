@@ -49,6 +49,7 @@ class FaultInjectingFileSystem::FaultFile final : public File {
   }
 
   Status Size(uint64_t* size) const override { return base_->Size(size); }
+  Status Removed(bool* removed) const override { return base_->Removed(removed); }
   const std::string& path() const override { return base_->path(); }
 
  private:

@@ -61,6 +61,10 @@ class StringFile final : public File {
   Status Sync() override { return Status::OK(); }
   Status Truncate(uint64_t size) override;
   Status Size(uint64_t* size) const override;
+  Status Removed(bool* removed) const override {
+    *removed = false;
+    return Status::OK();
+  }
   const std::string& path() const override { return path_; }
   std::string* data() { return &data_; }
 

@@ -34,6 +34,9 @@ class File {
   virtual Status Sync() = 0;
   virtual Status Truncate(uint64_t size) = 0;
   virtual Status Size(uint64_t* size) const = 0;
+  // Whether the file has been unlinked (its directory deleted, say) while
+  // open: writes to it still succeed but can never be read back.
+  virtual Status Removed(bool* removed) const = 0;
   virtual const std::string& path() const = 0;
 };
 

@@ -92,6 +92,13 @@ class PosixFile final : public File {
     return Status::OK();
   }
 
+  Status Removed(bool* removed) const override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return PosixError("stat " + path_, errno);
+    *removed = st.st_nlink == 0;
+    return Status::OK();
+  }
+
   const std::string& path() const override { return path_; }
 
  private:

@@ -20,6 +20,13 @@ export type GetResult = Found | Deleted | null;
 /** Like GetResult, without the value. */
 export type LookupResult = { kind: 'found' | 'deleted'; timestamp: number } | null;
 
+/** The newest version of one key, without its value. */
+export interface SnapshotEntry {
+  key: Buffer;
+  kind: 'found' | 'deleted';
+  timestamp: number;
+}
+
 /** Error codes of engine failures (`err.code`). */
 export const EngineErrorCode = {
   corruption: 'OYSTER_CORRUPTION',
@@ -111,6 +118,21 @@ export class Engine {
 
   stats(): Promise<EngineStats> {
     return settle(() => this.handle.stats());
+  }
+
+  /** The newest version of every key stored (values are read with get). */
+  async snapshot(): Promise<SnapshotEntry[]> {
+    const packed = await settle(() => this.handle.snapshot());
+    const size = 9 + this.keySize;
+    const out: SnapshotEntry[] = [];
+    for (let off = 0; off + size <= packed.length; off += size) {
+      out.push({
+        kind: packed[off] === 2 ? 'deleted' : 'found',
+        timestamp: Number(packed.readBigUInt64LE(off + 1)),
+        key: packed.subarray(off + 9, off + size),
+      });
+    }
+    return out;
   }
 
   /** Seals the active blob and writes its index; resolves once the index is on disk. */

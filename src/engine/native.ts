@@ -53,6 +53,7 @@ export interface NativeEngine {
   exists(keys: Buffer[]): Promise<NativeLookupResult[]>;
   recordsCount(): Promise<number>;
   stats(): Promise<NativeStats>;
+  snapshot(): Promise<Buffer>;
   closeActiveBlob(): Promise<void>;
   close(): Promise<void>;
 }

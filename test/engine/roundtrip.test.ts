@@ -140,3 +140,23 @@ t.test('getNewest and lookupNewest resolve versions across engines', async (t) =
   await t.rejects(Engine.lookupNewest([a, other], [k1]), /one key size/);
   await Promise.all([a, b, c, other].map((e) => e.close()));
 });
+
+t.test('snapshot lists the newest version of every key across blobs', async (t) => {
+  const e = await Engine.open(tempDir(t), { maxDataInBlob: 2 });
+  await e.put(keyOf(1), 10, Buffer.from('a'));
+  await e.put(keyOf(2), 10, Buffer.from('b'));
+  await e.put(keyOf(1), 20, Buffer.from('a2')); // a later blob
+  await e.delete(keyOf(2), 15);
+  await e.put(keyOf(3), 5, Buffer.from('c'));
+  await e.put(keyOf(3), 5, Buffer.from('c, same second, later'));
+  await e.delete(keyOf(4), 7);
+  const snap = (await e.snapshot()).map((s) => [s.key.readUInt32LE(0), s.kind, s.timestamp]).sort((a, b) => Number(a[0]) - Number(b[0]));
+  t.same(snap, [
+    [1, 'found', 20],
+    [2, 'deleted', 15],
+    [3, 'found', 5],
+    [4, 'deleted', 7],
+  ]);
+  await e.close();
+  t.same(await Engine.open(tempDir(t)).then(async (x) => [await x.snapshot(), await x.close()][0]), [], 'an empty engine has nothing');
+});

@@ -1,0 +1,138 @@
+#include "tools/blob_rewriter.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "engine/blob_scanner.h"
+#include "engine/format.h"
+#include "util/hash.h"
+
+namespace oyster {
+namespace {
+
+constexpr size_t kWriteChunk = 4 << 20;
+
+// Collects small records into large writes at the end of the new file.
+class Appender {
+ public:
+  Appender(File* file, uint64_t offset) : file_(file), offset_(offset) {}
+
+  Status Append(const char* data, size_t n) {
+    if (buf_.size() + n > kWriteChunk) {
+      Status s = Flush();
+      if (!s.ok()) return s;
+    }
+    if (n >= kWriteChunk) {
+      IoSlice slice{data, n};
+      Status s = file_->Write(offset_, &slice, 1);
+      if (s.ok()) offset_ += n;
+      return s;
+    }
+    buf_.insert(buf_.end(), data, data + n);
+    return Status::OK();
+  }
+
+  Status Flush() {
+    if (buf_.empty()) return Status::OK();
+    IoSlice slice{buf_.data(), buf_.size()};
+    Status s = file_->Write(offset_, &slice, 1);
+    if (s.ok()) offset_ += buf_.size();
+    buf_.clear();
+    return s;
+  }
+
+ private:
+  File* const file_;
+  uint64_t offset_;
+  std::vector<char> buf_;
+};
+
+Status Copy(const File& src, uint64_t src_size, uint32_t k, File* dst, uint64_t id, ToolProgress* progress,
+            ActiveIndex* index, RewriteResult* result) {
+  char header[kBlobHeaderSize];
+  BlobHeader bh;
+  bh.key_size = k;
+  bh.blob_id = id;
+  EncodeBlobHeader(bh, header);
+  Appender out(dst, 0);
+  Status s = out.Append(header, kBlobHeaderSize);
+  if (!s.ok()) return s;
+
+  const size_t hsize = RecordHeaderSize(k);
+  uint64_t pos = kBlobHeaderSize;  // where the next record goes in the new blob
+  uint64_t reported = 0;
+  ActiveIndex all(k);              // newest record of every key, corrupt ones included
+  std::vector<uint64_t> corrupt;   // source offsets, ascending
+  std::vector<char> record, new_header(hsize);
+  ScanResult scan;
+  Status visit = Status::OK();
+  s = ScanBlob(src, kBlobHeaderSize, src_size, k,
+               [&](const char* key, const IndexEntry& e, bool value_ok) {
+                 const uint64_t size = hsize + e.value_size;
+                 if (progress) progress->AddDone(e.offset + size - reported);
+                 reported = e.offset + size;
+                 const uint64_t hash = KeyHash64(key, k);
+                 all.Insert(key, hash, e);
+                 if (!visit.ok()) return;
+                 if (!value_ok) {
+                   corrupt.push_back(e.offset);
+                   result->corrupt_bytes += size;
+                   return;
+                 }
+                 // Read the record again and check it once more: what is
+                 // written must be exactly what was verified.
+                 record.resize(size);
+                 size_t n = 0;
+                 visit = src.Read(e.offset, size, record.data(), &n);
+                 if (!visit.ok()) return;
+                 RecordHeader h;
+                 if (n != size || !DecodeRecordHeader(record.data(), k, e.offset, &h) ||
+                     !RecordValueCrcMatches(record.data(), k, record.data() + hsize, e.value_size, h.record_crc)) {
+                   visit = Status::Corruption(src.path() + " changed while it was read");
+                   return;
+                 }
+                 EncodeRecordHeader(h.flags, pos, h.timestamp, key, k, record.data() + hsize, h.value_size,
+                                    new_header.data());
+                 visit = out.Append(new_header.data(), hsize);
+                 if (visit.ok()) visit = out.Append(record.data() + hsize, e.value_size);
+                 if (!visit.ok()) return;
+                 IndexEntry moved = e;
+                 moved.offset = pos;
+                 index->Insert(key, hash, moved);
+                 pos += size;
+                 result->records++;
+               },
+               &scan);
+  if (s.ok()) s = visit;
+  if (s.ok()) s = out.Flush();
+  if (s.ok()) s = dst->Sync();
+  if (!s.ok()) return s;
+  if (progress) progress->AddDone(src_size - reported);
+  result->size = pos;
+  result->corrupt_dropped = scan.corrupt_records;
+  result->bytes_dropped = src_size - pos;
+  for (uint32_t i = 0; i < all.size(); i++) {
+    if (std::binary_search(corrupt.begin(), corrupt.end(), all.entry_at(i).offset)) result->corrupt_newest++;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RewriteBlob(FileSystem* fs, const File& src, uint64_t src_size, uint32_t key_size,
+                   const std::string& dst_path, uint64_t id, ToolProgress* progress, ActiveIndex* index,
+                   RewriteResult* result) {
+  *result = RewriteResult();
+  std::unique_ptr<File> dst;
+  Status s = fs->OpenFile(dst_path, true, &dst);
+  if (!s.ok()) return s;
+  s = Copy(src, src_size, key_size, dst.get(), id, progress, index, result);
+  if (!s.ok()) {
+    dst.reset();
+    fs->Remove(dst_path);  // best effort: a partial copy is of no use
+  }
+  return s;
+}
+
+}  // namespace oyster
