@@ -1,0 +1,238 @@
+// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=2] [--client=undici|http]
+//
+// REST data API throughput and latency of a real oysterd (one node, one
+// disk, spawned on a temporary configuration as the tests do) against the
+// ceiling of its HTTP stack: a minimal Koa + @koa/router server with the
+// same route shapes answering from an in-memory Map (bench/http-ceiling.ts),
+// measured in the same run by the same client. Both servers get `--keys`
+// values of 1 KiB first; then GETs of random loaded keys and POSTs (1 KiB
+// overwrites of random keys) with `--concurrency` keep-alive connections.
+// Rounds alternate between the servers; the best round of each counts.
+// The client is undici's Pool when it can be loaded (it is cheaper per
+// request than node:http, which matters on a small machine), else node:http.
+import { ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
+import { arg, benchDir, fmt, machine, table } from './lib';
+
+const KEYS = arg('keys', 100_000);
+const GETS = arg('gets', 100_000);
+const POSTS = arg('posts', 100_000);
+const CONCURRENCY = arg('concurrency', 64);
+const ROUNDS = arg('rounds', 2);
+const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
+const VALUE = 1024;
+
+interface Answer {
+  status: number;
+  bytes: number;
+}
+
+/** Sends one request and reads the whole answer. */
+type Send = (method: 'GET' | 'POST', path: string, body?: Buffer) => Promise<Answer>;
+
+interface UndiciPool {
+  request(o: { path: string; method: string; body?: Buffer }): Promise<{ statusCode: number; body: { arrayBuffer(): Promise<ArrayBuffer> } }>;
+  close(): Promise<void>;
+}
+
+function undiciClient(url: string): { send: Send; close: () => Promise<void> } | null {
+  let Pool: new (origin: string, o: { connections: number; pipelining: number }) => UndiciPool;
+  try {
+    // Not a dependency of Oyster: used when present (tap brings it), declared nowhere.
+    ({ Pool } = require('undici') as { Pool: typeof Pool });
+  } catch {
+    return null;
+  }
+  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
+  return {
+    send: async (method, p, body) => {
+      const res = await pool.request({ path: p, method, body });
+      const b = await res.body.arrayBuffer();
+      return { status: res.statusCode, bytes: b.byteLength };
+    },
+    close: () => pool.close(),
+  };
+}
+
+function httpClient(url: string): { send: Send; close: () => Promise<void> } {
+  const u = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  return {
+    send: (method, p, body) =>
+      new Promise((resolve, reject) => {
+        const req = http.request(
+          { agent, host: u.hostname, port: u.port, method, path: p, headers: body ? { 'Content-Length': body.length } : {} },
+          (res) => {
+            let bytes = 0;
+            res.on('data', (c: Buffer) => (bytes += c.length));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      }),
+    close: async () => agent.destroy(),
+  };
+}
+
+interface Phase {
+  ops: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+  /** CPU time of the server process (all its threads) per request, µs. */
+  cpuUs: number;
+}
+
+const CLK_TCK = 100; // Linux USER_HZ
+
+/** utime + stime of a process in seconds, from /proc (0 where there is no /proc). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+/** `total` requests with CONCURRENCY in flight against the server `pid`; latencies in ms. */
+async function phase(pid: number, total: number, fn: (i: number) => Promise<void>): Promise<Phase> {
+  const lat = new Float64Array(total);
+  const cpu0 = cpuSeconds(pid);
+  let next = 0;
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: Math.min(CONCURRENCY, total) }, async () => {
+      while (next < total) {
+        const i = next++;
+        const t0 = process.hrtime.bigint();
+        await fn(i);
+        lat[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const cpuUs = ((cpuSeconds(pid) - cpu0) / total) * 1e6;
+  lat.sort();
+  return { ops: total, seconds, p50: lat[Math.floor(total * 0.5)], p99: lat[Math.floor(total * 0.99)], cpuUs };
+}
+
+// A fixed pseudo-random sequence of key numbers.
+function keySequence(n: number, seed: number): Uint32Array {
+  const out = new Uint32Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = (x >>> 0) % KEYS;
+  }
+  return out;
+}
+
+const values = Array.from({ length: 256 }, (_, i) => Buffer.alloc(VALUE, i));
+
+async function load(pid: number, send: Send): Promise<Phase> {
+  return phase(pid, KEYS, async (i) => {
+    const r = await send('POST', `/data/${i}`, values[i & 0xff]);
+    if (r.status !== 201) throw new Error(`POST /data/${i}: ${r.status}`);
+  });
+}
+
+async function gets(pid: number, send: Send, seed: number, n: number): Promise<Phase> {
+  const keys = keySequence(n, seed);
+  return phase(pid, n, async (i) => {
+    const r = await send('GET', `/data/${keys[i]}`);
+    if (r.status !== 200 || r.bytes !== VALUE) throw new Error(`GET /data/${keys[i]}: ${r.status}, ${r.bytes} bytes`);
+  });
+}
+
+async function posts(pid: number, send: Send, seed: number, n: number): Promise<Phase> {
+  const keys = keySequence(n, seed);
+  return phase(pid, n, async (i) => {
+    const r = await send('POST', `/data/${keys[i]}`, values[keys[i] & 0xff]);
+    if (r.status !== 201) throw new Error(`POST /data/${keys[i]}: ${r.status}`);
+  });
+}
+
+function startCeiling(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'http-ceiling.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`ceiling server exited ${code}`)));
+    child.stdout!.once('data', (d: Buffer) => resolve({ child, url: `http://127.0.0.1:${Number(d.toString().trim())}` }));
+  });
+}
+
+async function main(): Promise<void> {
+  const dir = benchDir('http');
+  let oyster: OysterProcess | null = null;
+  let ceiling: ChildProcess | null = null;
+  try {
+    const files = await writeCluster(dir, { nodes: [{ name: 'bench' }], vdisks: 4 });
+    oyster = await startNode(files, 'bench');
+    const c = await startCeiling();
+    ceiling = c.child;
+    const targets = [
+      { url: oyster.url, pid: oyster.child.pid! },
+      { url: c.url, pid: c.child.pid! },
+    ];
+    const clients = targets.map((t) => ({ ...((CLIENT === 'undici' ? undiciClient(t.url) : null) ?? httpClient(t.url)), pid: t.pid }));
+    const clientName = CLIENT === 'undici' && undiciClient(c.url) ? 'undici Pool' : 'node:http Agent';
+    console.log(`# REST data API benchmark\n\n${machine()}`);
+    console.log(
+      `client: ${clientName} in one process, ${CONCURRENCY} keep-alive connections; ${fmt(KEYS)} keys of ${VALUE} B loaded, then ` +
+        `${fmt(GETS)} GETs and ${fmt(POSTS)} POSTs per round, ${ROUNDS} round(s), best round counts; oysterd: 1 node, 1 disk, 4 vdisks, defaults\n`,
+    );
+
+    const loads: Phase[] = [];
+    for (const cl of clients) loads.push(await load(cl.pid, cl.send));
+    // Warm-up: JIT and caches of both servers.
+    for (const cl of clients) await gets(cl.pid, cl.send, 7, Math.min(20_000, GETS));
+
+    const best = targets.map(() => ({ get: null as Phase | null, post: null as Phase | null }));
+    const better = (a: Phase | null, b: Phase) => (a === null || b.ops / b.seconds > a.ops / a.seconds ? b : a);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, cl] of clients.entries()) best[i].get = better(best[i].get, await gets(cl.pid, cl.send, 1000 + round, GETS));
+      for (const [i, cl] of clients.entries()) best[i].post = better(best[i].post, await posts(cl.pid, cl.send, 2000 + round, POSTS));
+    }
+
+    const rate = (p: Phase) => p.ops / p.seconds;
+    const rows: Array<Record<string, string>> = [];
+    for (const [what, pick] of [
+      ['GET 1 KiB', (i: number) => best[i].get!],
+      ['POST 1 KiB', (i: number) => best[i].post!],
+      ['POST 1 KiB (initial load)', (i: number) => loads[i]],
+    ] as Array<[string, (i: number) => Phase]>) {
+      const o = pick(0);
+      const ce = pick(1);
+      rows.push({
+        operation: what,
+        'oysterd ops/s': fmt(rate(o)),
+        'oysterd p50 / p99 ms': `${fmt(o.p50, 2)} / ${fmt(o.p99, 2)}`,
+        'oysterd CPU µs/op': fmt(o.cpuUs),
+        'ceiling ops/s': fmt(rate(ce)),
+        'ceiling p50 / p99 ms': `${fmt(ce.p50, 2)} / ${fmt(ce.p99, 2)}`,
+        'ceiling CPU µs/op': fmt(ce.cpuUs),
+        'oysterd / ceiling': `${fmt(rate(o) / rate(ce), 2)}×`,
+      });
+    }
+    console.log(table(rows));
+    console.log(`\ntargets: GET ≥ 0.8×, POST ≥ 0.7× of the ceiling (ops/s); CPU µs/op: server process, all threads, per request`);
+    for (const cl of clients) await cl.close();
+  } finally {
+    ceiling?.kill('SIGTERM');
+    if (oyster) await oyster.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,266 @@
+// DiskController: the groups stored on one physical disk (or in the alien
+// directory) and the disk's state machine NotReady -> Initialized -> Ready
+// (reference §3.3). Only a Ready disk serves. A disk whose path disappears or
+// that returns device errors goes NotReady and, unlike bob, is retried with
+// back-off until it comes back — unless an operator stopped it.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Logger } from '../logging/logger';
+import { isDiskFailure } from './disk-errors';
+import { errors, OysterError } from './errors';
+import { Group } from './group';
+
+export type DiskState = 'NotReady' | 'Initialized' | 'Ready';
+
+export interface DiskControllerOptions {
+  name: string;
+  /** The disk's mount point: if it disappears, the disk is gone. */
+  diskPath: string;
+  /** Directory holding this controller's vdisk (or alien owner) directories. */
+  root: string;
+  alien: boolean;
+  /** Normal controllers: the vdisks with a replica on this disk. */
+  vdisks: number[];
+  /** Alien controllers: whether "<owner>/<vdisk>" is a directory to serve. */
+  acceptsAlien?: (owner: string, vdisk: number) => boolean;
+  /** Create `root` when missing (--init-folders); otherwise a missing root keeps the disk NotReady. */
+  createRoot: boolean;
+  makeGroup: (dir: string, vdisk: number) => Group;
+  monitorIntervalMs: number;
+  retryInitialMs: number;
+  retryMaxMs: number;
+  log: Logger;
+  onStateChange?: (state: DiskState) => void;
+}
+
+export class DiskController {
+  private _state: DiskState = 'NotReady';
+  private groups = new Map<string, Group>();
+  private creating = new Map<string, Promise<Group>>();
+  private serial: Promise<unknown> = Promise.resolve();
+  private operatorStopped = false;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryAttempt = 0;
+  private monitorTimer: NodeJS.Timeout | null = null;
+  private _lastError: string | null = null;
+
+  constructor(readonly options: DiskControllerOptions) {}
+
+  get name(): string {
+    return this.options.name;
+  }
+  get state(): DiskState {
+    return this._state;
+  }
+  get isReady(): boolean {
+    return this._state === 'Ready';
+  }
+  get alien(): boolean {
+    return this.options.alien;
+  }
+  get lastError(): string | null {
+    return this._lastError;
+  }
+
+  /** Brings the disk to Ready: checks the disk, opens every group. Rejects if the disk cannot be used. */
+  start(byOperator = false): Promise<void> {
+    return this.exclusive(async () => {
+      if (byOperator) this.operatorStopped = false;
+      if (this.closed || this._state === 'Ready') return;
+      this.cancelRetry();
+      try {
+        await this.checkDisk();
+        this.setState('Initialized');
+        for (const [key, g] of await this.discoverGroups()) this.groups.set(key, g);
+        for (const g of this.groups.values()) await g.run();
+        this.retryAttempt = 0;
+        this._lastError = null;
+        this.setState('Ready');
+        this.startMonitor();
+      } catch (err) {
+        this._lastError = (err as Error).message;
+        await this.stopGroups();
+        this.setState('NotReady');
+        if (!this.operatorStopped) this.scheduleRetry();
+        throw err;
+      }
+    });
+  }
+
+  /** Closes every group and goes NotReady; an operator stop is not retried automatically. */
+  stop(byOperator = false): Promise<void> {
+    return this.exclusive(async () => {
+      if (byOperator) this.operatorStopped = true;
+      this.cancelRetry();
+      await this.goNotReady(byOperator ? 'stopped by operator' : 'stopped');
+    });
+  }
+
+  /** For shutdown: stops timers and closes every group; the controller is not used afterwards. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.cancelRetry();
+    await this.exclusive(() => this.goNotReady('node shutting down'));
+  }
+
+  /**
+   * Runs an operation on this disk. Rejects with DCIsNotAvailable unless
+   * Ready; a device-level failure takes the disk NotReady.
+   */
+  async use<T>(fn: () => Promise<T>): Promise<T> {
+    if (this._state !== 'Ready') throw errors.diskNotReady(this.name);
+    try {
+      return await fn();
+    } catch (err) {
+      if (isDiskFailure(err)) {
+        this.fail(err as Error);
+        throw new OysterError('PossibleDiskDisconnection', `Possibly disk was disconnected: ${this.name}: ${(err as Error).message}`);
+      }
+      if (err instanceof OysterError) throw err;
+      throw errors.storage(`${this.name}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Marks the disk failed (I/O error, path gone): NotReady now, retried later. */
+  fail(err: Error): void {
+    if (this._state === 'NotReady' || this.closed) return;
+    this._lastError = err.message;
+    this.options.log.error({ disk: this.name, err: err.message }, 'disk failed; taking it out of service');
+    void this.exclusive(async () => {
+      if (this._state === 'NotReady') return;
+      await this.goNotReady(`failed: ${err.message}`);
+      if (!this.operatorStopped) this.scheduleRetry();
+    });
+  }
+
+  group(vdisk: number): Group | undefined {
+    return this.groups.get(`${vdisk}`);
+  }
+
+  /** The alien group of (owner, vdisk), created on first use when `create`. */
+  async alienGroup(owner: string, vdisk: number, create: boolean): Promise<Group | undefined> {
+    const key = `${owner}/${vdisk}`;
+    const g = this.groups.get(key);
+    if (g || !create) return g;
+    let pending = this.creating.get(key);
+    if (!pending) {
+      pending = (async () => {
+        const group = this.options.makeGroup(path.join(this.options.root, owner, String(vdisk)), vdisk);
+        await group.run();
+        this.groups.set(key, group);
+        return group;
+      })().finally(() => this.creating.delete(key));
+      this.creating.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Alien groups with their owner names. */
+  alienGroups(): Array<{ owner: string; group: Group }> {
+    return [...this.groups.entries()].map(([k, group]) => ({ owner: k.slice(0, k.lastIndexOf('/')), group }));
+  }
+
+  allGroups(): Group[] {
+    return [...this.groups.values()];
+  }
+
+  // --------------------------------------------------------------- helpers
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.serial.then(fn, fn);
+    this.serial = run.catch(() => undefined);
+    return run;
+  }
+
+  private setState(s: DiskState): void {
+    if (this._state === s) return;
+    this._state = s;
+    this.options.log.info({ disk: this.name, alien: this.alien, state: s }, `disk ${this.name} is ${s}`);
+    this.options.onStateChange?.(s);
+  }
+
+  private async goNotReady(reason: string): Promise<void> {
+    this.stopMonitor();
+    if (this._state === 'NotReady' && this.groups.size === 0) return;
+    this.setState('NotReady');
+    const errs = await this.stopGroups();
+    for (const e of errs) this.options.log.warn({ disk: this.name, err: e.message }, 'partition not closed cleanly');
+    this.options.log.info({ disk: this.name, reason }, `disk ${this.name} out of service`);
+  }
+
+  private async stopGroups(): Promise<Error[]> {
+    const groups = [...this.groups.values()];
+    this.groups.clear();
+    const errs = await Promise.all(groups.map((g) => g.stop()));
+    return errs.flat();
+  }
+
+  private async checkDisk(): Promise<void> {
+    const st = await fs.promises.stat(this.options.diskPath).catch(() => null);
+    if (!st?.isDirectory()) throw errors.diskNotReady(`${this.name}: disk path ${this.options.diskPath} does not exist`);
+    const root = await fs.promises.stat(this.options.root).catch(() => null);
+    if (root?.isDirectory()) return;
+    if (!this.options.createRoot) {
+      throw errors.diskNotReady(`${this.name}: ${this.options.root} does not exist (start with --init-folders to create it)`);
+    }
+    await fs.promises.mkdir(this.options.root, { recursive: true });
+  }
+
+  /** Groups keyed "<vdisk>" (normal) or "<owner>/<vdisk>" (alien). */
+  private async discoverGroups(): Promise<Array<[string, Group]>> {
+    if (!this.options.alien) {
+      return this.options.vdisks.map((v) => [`${v}`, this.options.makeGroup(path.join(this.options.root, String(v)), v)]);
+    }
+    const groups: Array<[string, Group]> = [];
+    for (const owner of await fs.promises.readdir(this.options.root, { withFileTypes: true })) {
+      if (!owner.isDirectory()) continue;
+      const ownerDir = path.join(this.options.root, owner.name);
+      for (const v of await fs.promises.readdir(ownerDir, { withFileTypes: true })) {
+        const vdisk = /^\d{1,10}$/.test(v.name) ? Number(v.name) : NaN;
+        if (!v.isDirectory() || !(this.options.acceptsAlien?.(owner.name, vdisk) ?? false)) {
+          this.options.log.warn({ disk: this.name, dir: path.join(ownerDir, v.name) }, 'ignoring alien directory: no such owner node or vdisk');
+          continue;
+        }
+        groups.push([`${owner.name}/${vdisk}`, this.options.makeGroup(path.join(ownerDir, v.name), vdisk)]);
+      }
+    }
+    return groups;
+  }
+
+  private scheduleRetry(): void {
+    if (this.closed || this.retryTimer) return;
+    const delay = Math.min(this.options.retryMaxMs, this.options.retryInitialMs * 2 ** this.retryAttempt);
+    this.retryAttempt++;
+    this.options.log.info({ disk: this.name, delayMs: delay }, `retrying disk ${this.name} later`);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.start().catch(() => undefined); // a failure schedules the next attempt
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  private cancelRetry(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+  }
+
+  private startMonitor(): void {
+    this.stopMonitor();
+    this.monitorTimer = setInterval(() => {
+      if (this._state !== 'Ready') return;
+      void Promise.all([fs.promises.stat(this.options.diskPath), fs.promises.stat(this.options.root)]).then(
+        ([d, r]) => {
+          if (!d.isDirectory() || !r.isDirectory()) this.fail(new Error(`${this.options.root} is not a directory`));
+        },
+        (err: Error) => this.fail(err),
+      );
+    }, this.options.monitorIntervalMs);
+    this.monitorTimer.unref();
+  }
+
+  private stopMonitor(): void {
+    if (this.monitorTimer) clearInterval(this.monitorTimer);
+    this.monitorTimer = null;
+  }
+}

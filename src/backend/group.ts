@@ -1,0 +1,422 @@
+// Group: the partitions of one vdisk in one directory — a vdisk replica on a
+// local disk, or the alien copies held for one owner node. Reads resolve the
+// newest version across all partitions; writes go to the partition of their
+// timestamp (reference §3.4).
+import fs from 'node:fs';
+import path from 'node:path';
+import { Engine, EngineOptions, GetResult, isEngineError, EngineErrorCode, LookupResult } from '../engine/engine';
+import { Logger, silentLogger } from '../logging/logger';
+import { errors, isOysterError, OysterError } from './errors';
+import { Holder } from './holder';
+import { parsePartitionName, partitionDirName, partitionStart } from './partition';
+
+/** What a group reports about its engines (metrics hang on it). */
+export interface StorageObserver {
+  engine(operation: 'put' | 'get' | 'exist' | 'delete', outcome: 'ok' | 'not_found' | 'error', bytes: number): void;
+  corrupt(records: number): void;
+}
+
+export interface GroupOptions {
+  /** The vdisk directory holding the partition directories. */
+  dir: string;
+  vdisk: number;
+  /** Hash part of the names of partitions this node creates. */
+  hash: string;
+  /** bob's blob_file_name_prefix; a partition's blobs are "<prefix>_<partition suffix>.<n>.blob". */
+  blobPrefix: string;
+  periodSeconds: number;
+  /** Normal partitions start on period boundaries; alien ones at the first record's timestamp. */
+  roundStarts: boolean;
+  engine: EngineOptions;
+  /** Attempts and delay for opening a partition (pearl.fail_retry_count / fail_retry_timeout). */
+  openAttempts: number;
+  openRetryDelayMs: number;
+  /** Idle time after which the active blob of an outdated partition is closed. */
+  idleCloseMs: number;
+  observer?: StorageObserver;
+  log?: Logger;
+}
+
+export interface PartitionInfo {
+  name: string;
+  start: number;
+  recordsCount: number;
+}
+
+type State = 'stopped' | 'running' | 'remounting';
+
+export class Group {
+  // Newest partition first; ties of equal start keep directory name order.
+  private holders: Holder[] = [];
+  private state: State = 'stopped';
+  private inflight = 0;
+  private drained: (() => void) | null = null;
+  private creating = new Map<string, Promise<Holder>>();
+
+  constructor(readonly options: GroupOptions) {}
+
+  get vdisk(): number {
+    return this.options.vdisk;
+  }
+
+  get dir(): string {
+    return this.options.dir;
+  }
+
+  get isRunning(): boolean {
+    return this.state === 'running';
+  }
+
+  /** Opens every partition directory found in the vdisk directory (creating the directory). */
+  async run(): Promise<void> {
+    await fs.promises.mkdir(this.options.dir, { recursive: true });
+    this.holders = await this.openAll();
+    this.state = 'running';
+  }
+
+  /**
+   * Closes every partition; pending operations finish first. Returns the
+   * errors of partitions that could not be closed cleanly (their files may be
+   * gone with a failed disk; the next open recovers them).
+   */
+  async stop(): Promise<Error[]> {
+    if (this.state === 'stopped') return [];
+    this.state = 'stopped';
+    await this.drain();
+    const holders = this.holders;
+    this.holders = [];
+    return this.closeAll(holders);
+  }
+
+  /** Closes and reopens every partition, picking up directories copied in. 503 meanwhile. */
+  async remount(): Promise<void> {
+    if (this.state !== 'running') throw errors.unavailable(`vdisk ${this.vdisk} is not running`);
+    this.state = 'remounting';
+    try {
+      await this.drain();
+      const old = this.holders;
+      this.holders = [];
+      await this.closeAll(old);
+      this.holders = await this.openAll();
+    } finally {
+      this.state = 'running';
+    }
+  }
+
+  // ------------------------------------------------------------------ data
+
+  async put(key: Buffer, timestamp: number, value: Buffer): Promise<void> {
+    await this.guard(() =>
+      this.observed('put', async () => {
+        const h = await this.holderFor(timestamp);
+        await h.write((e) => e.put(key, timestamp, value));
+        return value.length;
+      }),
+    );
+  }
+
+  /** The newest record of key across all partitions (tombstones included). */
+  async get(key: Buffer): Promise<GetResult> {
+    return this.guard(async () => {
+      if (this.holders.length === 0) return null;
+      let result: GetResult = null;
+      await this.observed('get', async () => {
+        result = await Engine.getNewest(
+          this.holders.map((h) => h.engine),
+          key,
+        );
+        return result?.kind === 'found' ? result.value.length : result === null ? -1 : 0;
+      });
+      return result;
+    });
+  }
+
+  async exists(keys: Buffer[]): Promise<LookupResult[]> {
+    return this.guard(async () => {
+      if (this.holders.length === 0) return keys.map(() => null);
+      let result: LookupResult[] = [];
+      await this.observed('exist', async () => {
+        result = await Engine.lookupNewest(
+          this.holders.map((h) => h.engine),
+          keys,
+        );
+        return 0;
+      });
+      return result;
+    });
+  }
+
+  /**
+   * Writes a tombstone into the partition of `timestamp` and into every older
+   * partition that holds a live version of the key, so that the delete
+   * survives detaching or deleting the newer partition (bob's forced delete).
+   */
+  async delete(key: Buffer, timestamp: number): Promise<void> {
+    await this.guard(() => this.observed('delete', () => this.deleteIn(key, timestamp)));
+  }
+
+  private async deleteIn(key: Buffer, timestamp: number): Promise<number> {
+    const h = await this.holderFor(timestamp);
+    await h.write((e) => e.delete(key, timestamp));
+    // Sealed partitions are about to be removed: the tombstone in `h` covers them.
+    const older = this.holders.filter((o) => o.start < h.start && !o.sealed);
+    if (older.length === 0) return 0;
+    const found = await Promise.all(older.map((o) => o.engine.exists([key])));
+    await Promise.all(
+      older.map((o, i) => {
+        const r = found[i][0];
+        if (r?.kind !== 'found' || r.timestamp > timestamp) return undefined;
+        return o.write((e) => e.delete(key, timestamp));
+      }),
+    );
+    return 0;
+  }
+
+  // ------------------------------------------------------------ partitions
+
+  partitions(): Holder[] {
+    return [...this.holders];
+  }
+
+  /**
+   * The attached partitions with their record counts. Refused (503) while the
+   * group remounts, when it holds no partitions for a moment and would report
+   * an empty vdisk; a remount waits for it to finish.
+   */
+  async partitionInfo(): Promise<PartitionInfo[]> {
+    return this.guard(() =>
+      Promise.all(this.holders.map(async (h) => ({ name: h.dirName, start: h.start, recordsCount: await h.engine.recordsCount() }))),
+    );
+  }
+
+  async recordsCount(): Promise<number> {
+    const counts = await Promise.all(this.holders.map((h) => h.engine.recordsCount()));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** Attaches the detached partition directories that start at `start`. */
+  async attach(start: number): Promise<string[]> {
+    return this.guard(async () => {
+      if (this.holders.some((h) => h.start === start)) {
+        throw errors.conflict(`partition with timestamp ${start} is already attached to vdisk ${this.vdisk}`);
+      }
+      const names = (await this.partitionDirs()).filter((n) => parsePartitionName(n)?.start === start);
+      if (names.length === 0) throw errors.notFound(`partition with timestamp ${start} not found on vdisk ${this.vdisk}`);
+      const opened = await Promise.all(names.map((n) => this.openHolder(n, start)));
+      this.holders = sortHolders([...this.holders, ...opened]);
+      return names;
+    });
+  }
+
+  /** Detaches (closes) the partitions that start at `start`; the current one cannot be detached. */
+  async detach(start: number, nowSeconds: number): Promise<Holder[]> {
+    return this.guard(async () => {
+      const matching = this.holders.filter((h) => h.start === start);
+      if (matching.length === 0) throw errors.notFound(`partition with timestamp ${start} not found on vdisk ${this.vdisk}`);
+      if (matching.some((h) => h.isCurrent(nowSeconds))) {
+        throw errors.conflict(`partition with timestamp ${start} on vdisk ${this.vdisk} is active and cannot be detached`);
+      }
+      this.holders = this.holders.filter((h) => h.start !== start);
+      throwFirst(await this.closeAll(matching));
+      return matching;
+    });
+  }
+
+  /**
+   * Closes every partition but keeps the group running: files can be copied
+   * away (bob-tools' alien recovery); a later write reopens its partition.
+   */
+  async detachAll(): Promise<void> {
+    await this.guard(async () => {
+      const all = this.holders;
+      this.holders = [];
+      throwFirst(await this.closeAll(all));
+    });
+  }
+
+  /**
+   * Detaches the partitions starting at `start` and removes their
+   * directories, detached ones included; returns the removed names.
+   */
+  async drop(start: number, nowSeconds: number): Promise<string[]> {
+    return this.guard(async () => {
+      const attached = this.holders.filter((h) => h.start === start);
+      if (attached.some((h) => h.isCurrent(nowSeconds))) {
+        throw errors.conflict(`partition with timestamp ${start} on vdisk ${this.vdisk} is active and cannot be deleted`);
+      }
+      const names = (await this.partitionDirs()).filter((n) => parsePartitionName(n)?.start === start);
+      if (names.length === 0) throw errors.notFound(`partition with timestamp ${start} not found on vdisk ${this.vdisk}`);
+      this.holders = this.holders.filter((h) => h.start !== start);
+      throwFirst(await this.closeAll(attached));
+      for (const n of names) await fs.promises.rm(path.join(this.options.dir, n), { recursive: true, force: true });
+      return names;
+    });
+  }
+
+  /**
+   * Seals a partition for hand-over: later writes of its period go to a new
+   * partition; reads still see it. Resolves once its writes in flight are done.
+   */
+  async seal(holder: Holder): Promise<void> {
+    await this.guard(() => holder.seal());
+  }
+
+  /** Removes a sealed partition whose records were delivered elsewhere. */
+  async dropSealed(holder: Holder): Promise<void> {
+    await this.guard(async () => {
+      if (!holder.sealed || !this.holders.includes(holder)) return;
+      this.holders = this.holders.filter((h) => h !== holder);
+      throwFirst(await this.closeAll([holder]));
+      await fs.promises.rm(holder.dir, { recursive: true, force: true });
+    });
+  }
+
+  /** Closes the active blobs of partitions whose period is over and that were not written recently. */
+  async closeOutdatedActiveBlobs(nowMs: number, idleMs = this.options.idleCloseMs): Promise<number> {
+    if (this.state !== 'running') return 0;
+    const now = Math.floor(nowMs / 1000);
+    let closed = 0;
+    for (const h of this.holders) {
+      if (h.end > now || nowMs - h.lastWrite < idleMs) continue;
+      const st = await h.engine.stats();
+      if (st.activeBlobId === null) continue;
+      await h.engine.closeActiveBlob();
+      closed++;
+    }
+    return closed;
+  }
+
+  // --------------------------------------------------------------- helpers
+
+  /**
+   * Reports an engine operation to the observer: `fn` resolves with the value
+   * bytes it moved (-1: nothing found). A damaged record is logged and counted.
+   */
+  private async observed(operation: 'put' | 'get' | 'exist' | 'delete', fn: () => Promise<number>): Promise<void> {
+    const observer = this.options.observer;
+    try {
+      const bytes = await fn();
+      observer?.engine(operation, bytes < 0 ? 'not_found' : 'ok', Math.max(0, bytes));
+    } catch (err) {
+      observer?.engine(operation, 'error', 0);
+      if (isEngineError(err, EngineErrorCode.corruption) || isOysterError(err, 'Corruption')) {
+        observer?.corrupt(1);
+        this.log.error({ vdisk: this.vdisk, dir: this.options.dir, err: (err as Error).message }, 'damaged record: read refused');
+      }
+      throw err;
+    }
+  }
+
+  private get log(): Logger {
+    return this.options.log ?? silentLogger;
+  }
+
+  /** Runs an operation unless the group is stopped or remounting, and lets stop/remount wait for it. */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.state !== 'running') {
+      throw errors.unavailable(`vdisk ${this.vdisk} at ${this.options.dir} is ${this.state === 'remounting' ? 'remounting' : 'not running'}`);
+    }
+    this.inflight++;
+    try {
+      return await fn();
+    } catch (err) {
+      if (isEngineError(err, EngineErrorCode.closed)) throw errors.unavailable(`vdisk ${this.vdisk} is closing`);
+      if (isEngineError(err, EngineErrorCode.corruption)) throw errors.corruption(err.message, err.timestamp);
+      throw err; // I/O errors go up unchanged: the disk controller classifies them
+    } finally {
+      if (--this.inflight === 0 && this.drained) this.drained();
+    }
+  }
+
+  private drain(): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.drained = () => {
+        this.drained = null;
+        resolve();
+      };
+    });
+  }
+
+  private async holderFor(timestamp: number): Promise<Holder> {
+    const existing = this.holders.find((h) => !h.sealed && h.contains(timestamp));
+    if (existing) return existing;
+    const start = this.options.roundStarts ? partitionStart(timestamp, this.options.periodSeconds) : timestamp;
+    // A sealed partition may still hold the usual name: number the new one.
+    let name = partitionDirName(start, this.options.hash);
+    for (let n = 2; this.holders.some((h) => h.dirName === name); n++) name = partitionDirName(start, `${this.options.hash}-${n}`);
+    // Concurrent writes into a new partition open it once.
+    let pending = this.creating.get(name);
+    if (!pending) {
+      pending = this.openHolder(name, start).finally(() => this.creating.delete(name));
+      this.creating.set(name, pending);
+      const h = await pending;
+      this.holders = sortHolders([...this.holders, h]);
+      return h;
+    }
+    return pending;
+  }
+
+  private async openHolder(name: string, start: number): Promise<Holder> {
+    const suffix = parsePartitionName(name)?.suffix ?? '';
+    const options: EngineOptions = { ...this.options.engine, blobFilePrefix: `${this.options.blobPrefix}_${suffix}` };
+    let lastError: unknown;
+    for (let attempt = 0; attempt < Math.max(1, this.options.openAttempts); attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, this.options.openRetryDelayMs));
+      try {
+        const holder = await Holder.open(path.join(this.options.dir, name), name, start, this.options.periodSeconds, options);
+        this.reportRecovery(holder);
+        return holder;
+      } catch (err) {
+        lastError = err;
+        // A format the engine refuses will not get better by retrying.
+        if (isEngineError(err, EngineErrorCode.notSupported) || isEngineError(err, EngineErrorCode.invalidArgument)) break;
+      }
+    }
+    throw lastError;
+  }
+
+  // What recovery found and repaired when a partition opened is worth an
+  // operator's attention: torn tails after a crash, damaged records, rebuilt indexes.
+  private reportRecovery(holder: Holder): void {
+    const r = holder.engine.recovery;
+    if (r.corruptRecords > 0) this.options.observer?.corrupt(r.corruptRecords);
+    if (r.events.length === 0) return;
+    const damaged = r.corruptRecords > 0 || r.skippedBytes > 0 || r.blobsQuarantined > 0;
+    const fields = { vdisk: this.vdisk, partition: holder.dir, events: r.events };
+    if (damaged) this.log.error(fields, 'partition opened with damaged data');
+    else this.log.warn(fields, 'partition repaired on open');
+  }
+
+  private async partitionDirs(): Promise<string[]> {
+    const entries = await fs.promises.readdir(this.options.dir, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory() && parsePartitionName(e.name) !== null).map((e) => e.name);
+  }
+
+  private async openAll(): Promise<Holder[]> {
+    const names = await this.partitionDirs();
+    const opened: Holder[] = [];
+    try {
+      for (const name of names) opened.push(await this.openHolder(name, parsePartitionName(name)!.start));
+    } catch (err) {
+      await this.closeAll(opened);
+      throw err;
+    }
+    return sortHolders(opened);
+  }
+
+  private async closeAll(holders: Holder[]): Promise<Error[]> {
+    const results = await Promise.allSettled(holders.map((h) => h.close()));
+    return results
+      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+      .map((r) => (r.reason instanceof Error ? r.reason : new Error(String(r.reason))));
+  }
+}
+
+function throwFirst(errs: Error[]): void {
+  if (errs.length > 0) throw errs[0] instanceof OysterError ? errs[0] : errors.failed(errs[0].message);
+}
+
+function sortHolders(holders: Holder[]): Holder[] {
+  return holders.sort((a, b) => b.start - a.start || (a.dirName < b.dirName ? -1 : a.dirName > b.dirName ? 1 : 0));
+}

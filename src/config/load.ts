@@ -1,0 +1,212 @@
+// Loading the two configuration files of a node, and the built-in
+// configuration `oysterd` runs with when given none.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { readUsersConfig, UsersConfig } from '../auth/users-config';
+import { ClusterConfig, readClusterConfig } from './cluster-config';
+import { crossCheck } from './cross-check';
+import { ConfigError, Problem } from './errors';
+import { NodeConfig, readNodeConfig, TlsConfig } from './node-config';
+import { ConfigReader } from './reader';
+
+export interface LoadedConfig {
+  cluster: ClusterConfig;
+  node: NodeConfig;
+  /** users.yaml, with authentication_type Basic; null otherwise. */
+  users: UsersConfig | null;
+  /** The level from log_config, if it names one. */
+  logLevel?: string;
+  /** Keys that were ignored, and values bob would have silently discarded. */
+  warnings: Problem[];
+}
+
+interface Source {
+  reader: ConfigReader;
+  /** The parsed YAML; undefined when the file could not be read or parsed. */
+  document?: { value: unknown };
+}
+
+/**
+ * Reads, validates and cross-checks cluster.yaml and node.yaml. Throws a
+ * ConfigError listing every problem of both files.
+ */
+export function loadConfig(clusterPath: string, nodePath: string): LoadedConfig {
+  return build(readYamlFile(clusterPath), readYamlFile(nodePath));
+}
+
+/**
+ * The built-in single-node configuration, data under `dataDir`:
+ *
+ * cluster: node `local` at `127.0.0.1:20000` with disk `disk0` at
+ * `<dataDir>/disk0`; vdisks 0..3, each with one replica on local/disk0;
+ * key_size 16.
+ *
+ * node: name `local`, quorum 1, cluster_policy quorum, backend_type pearl,
+ * operation_timeout 3s, check_interval 5s, cleanup_interval 1h, REST on
+ * 0.0.0.0:8000, authentication None; pearl: alien_disk `disk0`,
+ * blob_file_name_prefix `bob`, settings root_dir_name `bob`,
+ * alien_root_dir_name `alien`, timestamp_period 1d, create_pearl_wait_delay
+ * 100ms. Everything else takes its node.yaml default (metrics off,
+ * max_blob_size 1 GB, max_data_in_blob 1000000, …).
+ */
+export function defaultConfig(dataDir: string): LoadedConfig {
+  const cluster = {
+    nodes: [
+      { name: 'local', address: '127.0.0.1:20000', disks: [{ name: 'disk0', path: path.join(dataDir, 'disk0') }] },
+    ],
+    vdisks: [0, 1, 2, 3].map((id) => ({ id, replicas: [{ node: 'local', disk: 'disk0' }] })),
+    key_size: 16,
+  };
+  const node = {
+    name: 'local',
+    quorum: 1,
+    operation_timeout: '3s',
+    check_interval: '5s',
+    cluster_policy: 'quorum',
+    backend_type: 'pearl',
+    cleanup_interval: '1h',
+    http_api_address: '0.0.0.0',
+    http_api_port: 8000,
+    pearl: {
+      alien_disk: 'disk0',
+      blob_file_name_prefix: 'bob',
+      settings: {
+        root_dir_name: 'bob',
+        alien_root_dir_name: 'alien',
+        timestamp_period: '1d',
+        create_pearl_wait_delay: '100ms',
+      },
+    },
+  };
+  return build(
+    { reader: new ConfigReader('(built-in cluster config)'), document: { value: cluster } },
+    { reader: new ConfigReader('(built-in node config)'), document: { value: node } },
+  );
+}
+
+function build(clusterSource: Source, nodeSource: Source): LoadedConfig {
+  const { reader: clusterReader } = clusterSource;
+  const { reader: nodeReader } = nodeSource;
+  const cluster = clusterSource.document && readClusterConfig(clusterReader, clusterSource.document.value);
+  const node = nodeSource.document && readNodeConfig(nodeReader, nodeSource.document.value);
+  if (cluster && node) crossCheck(cluster, node, clusterReader, nodeReader);
+  clusterReader.finish();
+  nodeReader.finish();
+
+  const readers = [clusterReader, nodeReader];
+  let users: UsersConfig | null = null;
+  if (node?.authenticationType === 'Basic') {
+    if (node.usersConfig === undefined) {
+      nodeReader.problem('users_config', 'is required with authentication_type: Basic');
+    } else {
+      const source = readYamlFile(relativeTo(nodeReader.file, node.usersConfig));
+      if (source.document) users = readUsersConfig(source.reader, source.document.value);
+      source.reader.finish();
+      readers.push(source.reader);
+    }
+  }
+  const logLevel = node?.logConfig === undefined ? undefined : readLogLevel(relativeTo(nodeReader.file, node.logConfig), nodeReader);
+  if (node?.tls && (node.tls.rest || node.tls.grpc)) {
+    const tls = node.tls;
+    tls.caCertPath = relativeTo(nodeReader.file, tls.caCertPath);
+    if (tls.certPath !== undefined) tls.certPath = relativeTo(nodeReader.file, tls.certPath);
+    if (tls.pkeyPath !== undefined) tls.pkeyPath = relativeTo(nodeReader.file, tls.pkeyPath);
+    checkTlsFiles(tls, nodeReader);
+  }
+
+  const problems = readers.flatMap((r) => r.problems);
+  const warnings = readers.flatMap((r) => r.warnings);
+  if (!cluster || !node || problems.length > 0) throw new ConfigError(problems, warnings);
+  return { cluster, node, users, logLevel, warnings };
+}
+
+/**
+ * The TLS files are read when the node starts; a file that is missing,
+ * unreadable, not PEM of the right kind, or a key that does not belong to the
+ * certificate is a configuration error now, before anything listens.
+ */
+function checkTlsFiles(tls: TlsConfig, nodeReader: ConfigReader): void {
+  const read = (key: string, file: string | undefined): Buffer | undefined => {
+    if (file === undefined) return undefined;
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      nodeReader.problem(key, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      return undefined;
+    }
+  };
+  const parse = <T>(key: string, file: string | undefined, bytes: Buffer | undefined, what: string, fn: (b: Buffer) => T): T | undefined => {
+    if (bytes === undefined) return undefined;
+    try {
+      return fn(bytes);
+    } catch (err) {
+      nodeReader.problem(key, `${file} does not hold a PEM ${what} (${(err as Error).message})`);
+      return undefined;
+    }
+  };
+  const cert = parse('tls.cert_path', tls.certPath, read('tls.cert_path', tls.certPath), 'certificate', (b) => new crypto.X509Certificate(b));
+  const key = parse('tls.pkey_path', tls.pkeyPath, read('tls.pkey_path', tls.pkeyPath), 'private key', (b) => crypto.createPrivateKey(b));
+  parse('tls.ca_cert_path', tls.caCertPath, read('tls.ca_cert_path', tls.caCertPath), 'CA certificate', (b) => new crypto.X509Certificate(b));
+  if (cert && key && !cert.checkPrivateKey(key)) {
+    nodeReader.problem('tls.pkey_path', `${tls.pkeyPath} is not the private key of the certificate in ${tls.certPath}`);
+  }
+}
+
+/**
+ * A path named in node.yaml: relative paths are looked up next to node.yaml
+ * first (a service's working directory is usually /), then in the working
+ * directory, where bob looks.
+ */
+function relativeTo(nodeYaml: string, file: string): string {
+  if (path.isAbsolute(file)) return file;
+  const beside = path.resolve(path.dirname(nodeYaml), file);
+  return fs.existsSync(beside) ? beside : path.resolve(file);
+}
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'off'];
+
+/**
+ * log_config: a small YAML file naming the level (`level: debug`), or bob's
+ * log4rs file, whose `root.level` is used. A missing or unreadable file is
+ * only a warning: bob's example configs point at files relative to its source tree.
+ */
+function readLogLevel(file: string, nodeReader: ConfigReader): string | undefined {
+  let doc: unknown;
+  try {
+    doc = YAML.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    nodeReader.warning('log_config', `cannot read ${file} (${(err as Error).message}); logging at the default level`);
+    return undefined;
+  }
+  const m = (doc ?? {}) as { level?: unknown; root?: { level?: unknown } };
+  const level = String(m.level ?? m.root?.level ?? '').toLowerCase();
+  if (LEVELS.includes(level)) return level === 'off' ? 'silent' : level;
+  nodeReader.warning('log_config', `${file} names no level (${LEVELS.join(', ')}); logging at the default level`);
+  return undefined;
+}
+
+function readYamlFile(file: string): Source {
+  const reader = new ConfigReader(file);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    reader.problem('', e.code === 'ENOENT' ? 'file not found' : `cannot read the file: ${e.message}`);
+    return { reader };
+  }
+  const doc = YAML.parseDocument(text);
+  if (doc.errors.length > 0) {
+    // The first line of a yaml error names the problem and its line and column.
+    for (const e of doc.errors) reader.problem('', `YAML syntax error: ${e.message.split('\n')[0].replace(/:$/, '')}`);
+    return { reader };
+  }
+  try {
+    return { reader, document: { value: doc.toJS() } };
+  } catch (err) {
+    reader.problem('', `YAML error: ${(err as Error).message}`);
+    return { reader };
+  }
+}

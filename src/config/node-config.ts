@@ -1,0 +1,271 @@
+// node.yaml (reference §1.4): this node's identity, timings, limits, REST
+// settings and the pearl backend, with bob's keys and defaults. Durations are
+// milliseconds and sizes bytes. Where bob accepts a value and then panics at
+// runtime (cleanup_interval, count_interval, prometheus_addr, TLS files,
+// cluster_policy, Token auth), Oyster rejects it here instead.
+import path from 'node:path';
+import { parseIp, parseSocketAddress } from './address';
+import { ConfigReader, MapReader, parsedBy } from './reader';
+
+export type ClusterPolicy = 'quorum' | 'simple';
+export type AuthenticationType = 'None' | 'Basic';
+
+export interface PearlSettings {
+  rootDirName: string;
+  alienRootDirName: string;
+  timestampPeriod: number;
+  createPearlWaitDelay: number;
+}
+
+export interface PearlConfig {
+  maxBlobSize: number;
+  maxDataInBlob: number;
+  blobFileNamePrefix: string;
+  failRetryTimeout: number;
+  failRetryCount: number;
+  /** Name of the local disk holding the alien directory. */
+  alienDisk?: string;
+  allowDuplicates: boolean;
+  hashCharsCount: number;
+  enableAio: boolean;
+  disksEventsLogfile: string;
+  bloomFilterMaxBufBitsCount?: number;
+  validateDataChecksumDuringIndexRegen: boolean;
+  skipHoldersByTimestampStepWhenReading?: number;
+  maxDirtyBytesBeforeSync: number;
+  /** Oyster: acknowledge a write only after fsync (group commit). */
+  syncWrites: boolean;
+  settings: PearlSettings;
+}
+
+export interface MetricsConfig {
+  name?: string;
+  graphiteEnabled: boolean;
+  graphite?: string;
+  prometheusEnabled: boolean;
+  prometheusAddr: string;
+  prefix?: string;
+}
+
+export interface TlsConfig {
+  caCertPath: string;
+  domainName: string;
+  certPath?: string;
+  pkeyPath?: string;
+  rest: boolean;
+  grpc: boolean;
+}
+
+export interface NodeConfig {
+  logConfig?: string;
+  usersConfig?: string;
+  name: string;
+  quorum: number;
+  operationTimeout: number;
+  checkInterval: number;
+  countInterval: number;
+  clusterPolicy: ClusterPolicy;
+  backendType: 'pearl';
+  cleanupInterval: number;
+  openBlobsSoftLimit?: number;
+  openBlobsHardLimit?: number;
+  bloomFilterMemoryLimit?: number;
+  indexMemoryLimit?: number;
+  indexMemoryLimitSoft?: number;
+  initParDegree: number;
+  diskAccessParDegree: number;
+  httpApiPort: number;
+  httpApiAddress: string;
+  bindToIpAddress?: string;
+  holderGroupSize: number;
+  authenticationType: AuthenticationType;
+  hostnameResolvePeriodMs: number;
+  /** Oyster: largest request body the REST API accepts (413 above). */
+  httpMaxBodySize: number;
+  pearl: PearlConfig;
+  metrics: MetricsConfig;
+  tls?: TlsConfig;
+}
+
+const MS = 1;
+const SECOND = 1000 * MS;
+const DAY = 86_400 * SECOND;
+const MIB = 1024 * 1024;
+const U16_MAX = 65_535;
+const U32_MAX = 2 ** 32 - 1;
+
+export const DEFAULT_HTTP_MAX_BODY_SIZE = 100 * MIB;
+
+/** bob's metrics defaults, used when node.yaml has no `metrics` section. */
+export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
+  graphiteEnabled: false,
+  prometheusEnabled: false,
+  prometheusAddr: '0.0.0.0:9000',
+};
+
+const positive = (v: number) => (v > 0 ? undefined : 'must be greater than 0');
+
+export function readNodeConfig(reader: ConfigReader, document: unknown): NodeConfig {
+  const root = reader.root(document);
+
+  const indexMemoryLimit = root.size('index_memory_limit');
+  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls'> = {
+    logConfig: root.string('log_config'),
+    usersConfig: root.string('users_config'),
+    name: root.string('name', { required: true }),
+    quorum: root.integer('quorum', { required: true, min: 1 }),
+    operationTimeout: root.duration('operation_timeout', { required: true, check: positive }),
+    checkInterval: root.duration('check_interval', { required: true, check: positive }),
+    countInterval: root.duration('count_interval', { default: 10 * SECOND, check: positive }),
+    clusterPolicy: root.string('cluster_policy', {
+      required: true,
+      check: (v) =>
+        v === 'quorum' || v === 'simple' ? undefined : `unknown cluster policy "${v}", expected quorum or simple`,
+    }) as ClusterPolicy,
+    backendType: root.string('backend_type', {
+      required: true,
+      check: (v) => (v === 'pearl' ? undefined : `backend "${v}": only the pearl backend is supported`),
+    }) as 'pearl',
+    cleanupInterval: root.duration('cleanup_interval', { required: true, check: positive }),
+    openBlobsSoftLimit: openBlobsLimit(root, 'open_blobs_soft_limit'),
+    openBlobsHardLimit: openBlobsLimit(root, 'open_blobs_hard_limit'),
+    bloomFilterMemoryLimit: root.size('bloom_filter_memory_limit'),
+    indexMemoryLimit,
+    // bob's cleaner: the soft limit defaults to 10/9 of the hard one.
+    indexMemoryLimitSoft:
+      root.size('index_memory_limit_soft') ??
+      (indexMemoryLimit === undefined ? undefined : Number((BigInt(indexMemoryLimit) * 10n) / 9n)),
+    initParDegree: root.integer('init_par_degree', { default: 1, min: 1 }),
+    diskAccessParDegree: root.integer('disk_access_par_degree', { default: 1, min: 1 }),
+    httpApiPort: root.integer('http_api_port', { default: 8000, max: U16_MAX }),
+    httpApiAddress: root.string('http_api_address', { default: '0.0.0.0', check: parsedBy(parseIp) }),
+    bindToIpAddress: root.string('bind_to_ip_address', { check: parsedBy(parseSocketAddress) }),
+    holderGroupSize: root.integer('holder_group_size', { default: 8, min: 1 }),
+    authenticationType: root.string('authentication_type', {
+      default: 'None',
+      check: (v) =>
+        v === 'None' || v === 'Basic'
+          ? undefined
+          : v === 'Token'
+            ? 'Token authentication is not supported (bob does not implement it either); use None or Basic'
+            : `unknown authentication type "${v}", expected None or Basic`,
+    }) as AuthenticationType,
+    hostnameResolvePeriodMs: root.integer('hostname_resolve_period_ms', { default: 5000 }),
+    httpMaxBodySize: root.size('http_max_body_size', { default: DEFAULT_HTTP_MAX_BODY_SIZE, check: positive }),
+  };
+  const pearl = root.section('pearl', { required: true });
+  const metrics = root.section('metrics');
+  const tls = root.section('tls');
+  return {
+    ...node,
+    // Without a pearl section the load fails; defaults stand in for the missing values.
+    pearl: readPearl(pearl ?? new ConfigReader(reader.file).mapping('pearl', {})),
+    metrics: metrics ? readMetrics(metrics) : { ...DEFAULT_METRICS },
+    tls: tls ? readTls(tls) : undefined,
+  };
+}
+
+// bob logs an error for a limit of 0 and treats it as unset; we warn.
+function openBlobsLimit(root: MapReader, key: string): number | undefined {
+  const limit = root.integer(key);
+  if (limit !== 0) return limit;
+  root.reader.warning(root.keyPath(key), 'is 0, treated as unset');
+  return undefined;
+}
+
+function readPearl(m: MapReader): PearlConfig {
+  const settings = m.section('settings', { required: true }) ?? new ConfigReader(m.reader.file).mapping('settings', {});
+  return {
+    maxBlobSize: m.size('max_blob_size', { default: 1_000_000_000, check: positive }),
+    maxDataInBlob: m.integer('max_data_in_blob', { default: 1_000_000, min: 1 }),
+    blobFileNamePrefix: m.string('blob_file_name_prefix', { default: 'bob' }),
+    failRetryTimeout: m.duration('fail_retry_timeout', { default: 100 * MS }),
+    // bob's retry loop runs fail_retry_count times and panics after zero attempts.
+    failRetryCount: m.integer('fail_retry_count', { default: 3, min: 1 }),
+    alienDisk: m.string('alien_disk'),
+    allowDuplicates: m.boolean('allow_duplicates', { default: true }),
+    // A hash of 0 characters would let alien partitions collide with normal ones.
+    hashCharsCount: m.integer('hash_chars_count', { default: 10, min: 1, max: U32_MAX }),
+    enableAio: m.boolean('enable_aio', { default: false }),
+    disksEventsLogfile: m.string('disks_events_logfile', { default: defaultDisksEventsLogfile() }),
+    bloomFilterMaxBufBitsCount: m.integer('bloom_filter_max_buf_bits_count'),
+    validateDataChecksumDuringIndexRegen: m.boolean('validate_data_checksum_during_index_regen', { default: false }),
+    skipHoldersByTimestampStepWhenReading: m.duration('skip_holders_by_timestamp_step_when_reading'),
+    maxDirtyBytesBeforeSync: m.size('max_dirty_bytes_before_sync', { default: 10 * MIB }),
+    syncWrites: m.boolean('sync_writes', { default: false }),
+    settings: {
+      rootDirName: settings.string('root_dir_name', { required: true }),
+      alienRootDirName: settings.string('alien_root_dir_name', { required: true }),
+      // Partitions are keyed by record timestamps in whole seconds.
+      timestampPeriod: settings.duration('timestamp_period', {
+        required: true,
+        check: (v) =>
+          v < SECOND
+            ? 'must be at least 1s (partitions are whole seconds)'
+            : v > 366 * DAY
+              ? 'must be at most 366 days'
+              : undefined,
+      }),
+      createPearlWaitDelay: settings.duration('create_pearl_wait_delay', { required: true }),
+    },
+  };
+}
+
+// bob's default: $TMPDIR, else $TEMP, else $TMP, else /tmp.
+function defaultDisksEventsLogfile(): string {
+  const env = process.env;
+  return path.join(env.TMPDIR ?? env.TEMP ?? env.TMP ?? '/tmp', 'bob_events.csv');
+}
+
+function readMetrics(m: MapReader): MetricsConfig {
+  const name = m.string('name');
+  const graphiteEnabled = m.boolean('graphite_enabled', { required: true });
+  // bob checks the graphite address only when graphite is enabled.
+  const graphite = m.string('graphite', { check: graphiteEnabled ? parsedBy(parseSocketAddress) : undefined });
+  if (graphiteEnabled && graphite === undefined && !m.reader.failed(m.keyPath('graphite'))) {
+    m.reader.problem(m.keyPath('graphite'), 'is required when graphite_enabled is true');
+  }
+  return {
+    name,
+    graphiteEnabled,
+    graphite,
+    prometheusEnabled: m.boolean('prometheus_enabled', { required: true }),
+    prometheusAddr: m.string('prometheus_addr', {
+      default: DEFAULT_METRICS.prometheusAddr,
+      check: parsedBy(parseSocketAddress),
+    }),
+    prefix: m.string('prefix', { check: (p) => graphitePrefixProblem(p, name !== undefined) }),
+  };
+}
+
+// bob's rule: after substituting the placeholders, only letters, '.' and '_',
+// with no empty segment.
+function graphitePrefixProblem(prefix: string, hasName: boolean): string | undefined {
+  let p = prefix.replaceAll('{local_address}', '_').replaceAll('{node_name}', '_');
+  if (hasName) p = p.replaceAll('{metrics_name}', '_');
+  if (/^[A-Za-z._]+$/.test(p) && !p.startsWith('.') && !p.endsWith('.') && !p.includes('..')) return undefined;
+  return (
+    `invalid graphite prefix "${prefix}": use letters, '.', '_' and the placeholders ` +
+    '{node_name}, {local_address}, {metrics_name} (the last only with metrics.name), without empty segments'
+  );
+}
+
+function readTls(m: MapReader): TlsConfig {
+  const tls: TlsConfig = {
+    caCertPath: m.string('ca_cert_path', { required: true }),
+    domainName: m.string('domain_name', { required: true }),
+    certPath: m.string('cert_path'),
+    pkeyPath: m.string('pkey_path'),
+    rest: m.boolean('rest') ?? false,
+    grpc: m.boolean('grpc') ?? false,
+  };
+  // bob panics at startup when TLS is on without a certificate and key.
+  if (tls.rest || tls.grpc) {
+    for (const key of ['cert_path', 'pkey_path']) {
+      if (!m.has(key) && !m.reader.failed(m.keyPath(key))) {
+        m.reader.problem(m.keyPath(key), 'is required when tls.rest or tls.grpc is true');
+      }
+    }
+  }
+  return tls;
+}

@@ -1,0 +1,272 @@
+// OysterNode: one running node — storage, the coordinator, the REST server
+// and the periodic cleaner — with an orderly start and stop.
+import http from 'node:http';
+import net, { AddressInfo } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import { Authenticator } from '../auth/authenticator';
+import { Backend } from '../backend/backend';
+import { AlienHandoff } from '../cluster/alien-handoff';
+import { Grinder } from '../cluster/grinder';
+import { LinkManager } from '../cluster/link-manager';
+import { LocalNode } from '../cluster/local-node';
+import { PeerClient } from '../cluster/peer-client';
+import { SupportNodes } from '../cluster/support-nodes';
+import { Topology } from '../cluster/topology';
+import { bobService, startGrpcServer } from '../grpc/server';
+import { LoadedConfig } from '../config/load';
+import { Logger } from '../logging/logger';
+import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
+import { startMetricsListener } from '../metrics/listener';
+import { createMetrics, NodeMetrics } from '../metrics/registry';
+import { registerStorageGauges } from '../metrics/storage-gauges';
+import { createRestApp } from '../rest/app';
+import { createRestServer } from '../rest/server';
+import { alienLocation, createBackend } from './storage';
+import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
+import { versionInfo } from './version';
+
+export interface NodeOptions {
+  config: LoadedConfig;
+  initFolders: boolean;
+  log: Logger;
+  /** Overrides node.yaml http_api_address / http_api_port (bob's -h / -p). */
+  restHost?: string;
+  restPort?: number;
+}
+
+export class OysterNode {
+  readonly topology: Topology;
+  readonly backend: Backend;
+  readonly metrics: NodeMetrics;
+  readonly local: LocalNode;
+  readonly peers = new Map<string, PeerClient>();
+  readonly links: LinkManager;
+  readonly handoff: AlienHandoff;
+  private readonly tls: TlsMaterial | null;
+  private rest: http.Server | null = null;
+  private metricsListener: http.Server | null = null;
+  private grpc: grpc.Server | null = null;
+  private grpcPort: number | null = null;
+  private cleaner: NodeJS.Timeout | null = null;
+  private stopping: Promise<void> | null = null;
+
+  constructor(private readonly options: NodeOptions) {
+    const { config, log } = options;
+    this.topology = new Topology(config.cluster, config.node.name);
+    this.metrics = createMetrics(config.node.name);
+    this.tls = readTls(config.node.tls);
+    const metrics = this.metrics;
+    this.backend = createBackend({
+      config,
+      topology: this.topology,
+      initFolders: options.initFolders,
+      log,
+      onDiskState: (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
+      observer: (disk) => storageObserver(metrics, disk),
+    });
+    this.local = new LocalNode(this.topology, this.backend);
+    const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;
+    for (const n of this.topology.nodes) {
+      if (n.name === this.topology.self.name) continue;
+      metrics.peerUp.set({ peer: n.name }, 0);
+      this.peers.set(
+        n.name,
+        new PeerClient({
+          name: n.name,
+          address: n.address,
+          selfName: this.topology.self.name,
+          operationTimeoutMs: config.node.operationTimeout,
+          maxReconnectBackoffMs: Math.max(100, Math.min(config.node.checkInterval, 5000)),
+          isAvailable: () => this.links.isAvailable(n.name),
+          credentials: channel?.credentials,
+          channelOptions: channel?.options,
+          observe: peerObserver(metrics, n.name),
+        }),
+      );
+    }
+    this.links = new LinkManager(this.topology.self.name, this.peers, config.node.checkInterval, log, (peer, up) => {
+      metrics.peerUp.set({ peer }, up ? 1 : 0);
+      if (up) this.handoff.trigger(peer);
+    });
+    this.handoff = new AlienHandoff({
+      topology: this.topology,
+      backend: this.backend,
+      nodeApi: (owner) => (owner === this.topology.self.name ? this.local : this.peers.get(owner)),
+      links: this.links,
+      log,
+      intervalMs: Math.max(1000, config.node.checkInterval),
+      concurrency: 8,
+      onDelivered: (owner, records) => this.metrics.aliensHandedOver.inc({ owner }, records),
+    });
+  }
+
+  /** The gRPC port once listening. */
+  get grpcBoundPort(): number | null {
+    return this.grpcPort;
+  }
+
+  get log(): Logger {
+    return this.options.log;
+  }
+
+  /** The REST server's address once listening. */
+  get restAddress(): AddressInfo | null {
+    return (this.rest?.address() as AddressInfo | null) ?? null;
+  }
+
+  async start(): Promise<void> {
+    const { config, log } = this.options;
+    const { node } = config;
+    await this.backend.start();
+    const grinder = new Grinder({
+      topology: this.topology,
+      local: this.local,
+      peers: this.peers,
+      support: new SupportNodes(this.topology, this.links),
+      quorum: node.quorum,
+      policy: node.clusterPolicy,
+      log,
+    });
+    const auth = new Authenticator({
+      users: config.users,
+      nodes: new Map(this.topology.nodes.map((n) => [n.name, n.address])),
+      resolvePeriodMs: node.hostnameResolvePeriodMs,
+    });
+    const { server: grpcServer, port } = await startGrpcServer(
+      bobService({
+        local: instrumentLocal(this.local, this.metrics),
+        grinder: instrumentData(grinder, this.metrics, 'grpc'),
+        links: this.links,
+        keySize: config.cluster.keySize,
+        auth,
+        log,
+      }),
+      {
+        address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
+        credentials: this.tls && node.tls?.grpc ? grpcServerCredentials(this.tls) : undefined,
+        // The REST body limit bounds values on gRPC too; 64 KiB covers key, meta and options.
+        maxMessageBytes: Math.min(2 ** 31 - 1, node.httpMaxBodySize + 65536),
+      },
+    );
+    this.grpc = grpcServer;
+    this.grpcPort = port;
+    const where = alienLocation(config, this.topology);
+    const app = createRestApp(
+      {
+        topology: this.topology,
+        backend: this.backend,
+        data: instrumentData(grinder, this.metrics, 'rest'),
+        keySize: config.cluster.keySize,
+        bodyLimit: node.httpMaxBodySize,
+        layout: {
+          rootDirName: node.pearl.settings.rootDirName,
+          blobFileNamePrefix: node.pearl.blobFileNamePrefix,
+          alienDiskName: where.name,
+          alienRoot: where.root,
+        },
+        registry: this.metrics.registry,
+        version: versionInfo(),
+        log,
+      },
+      this.metrics,
+      auth,
+    );
+    registerStorageGauges(this.metrics.registry, this.backend);
+    const server = createRestServer(app, this.tls && node.tls?.rest ? this.tls : undefined);
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.restPort ?? node.httpApiPort, this.options.restHost ?? node.httpApiAddress, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.rest = server;
+    if (node.metrics.graphiteEnabled) log.warn('metrics.graphite_enabled is set, but Oyster exports Prometheus metrics only; graphite is ignored');
+    if (node.metrics.prometheusEnabled) {
+      this.metricsListener = await startMetricsListener(this.metrics.registry, node.metrics.prometheusAddr);
+    }
+    this.cleaner = setInterval(() => void this.closeOutdatedActiveBlobs(), node.cleanupInterval);
+    this.cleaner.unref();
+    this.links.start();
+    this.handoff.start();
+    const addr = this.restAddress;
+    log.info(
+      {
+        rest: addr && `${addr.address}:${addr.port}`,
+        grpc: port,
+        tls: { rest: Boolean(this.tls && node.tls?.rest), grpc: Boolean(this.tls && node.tls?.grpc) },
+        authentication: node.authenticationType,
+        metrics: node.metrics.prometheusEnabled ? node.metrics.prometheusAddr : null,
+      },
+      'node is serving',
+    );
+  }
+
+  /** Stops accepting requests, lets those in flight finish, closes every partition. */
+  stop(graceMs = 30_000): Promise<void> {
+    this.stopping ??= (async () => {
+      if (this.cleaner) clearInterval(this.cleaner);
+      this.links.stop();
+      await this.handoff.stop();
+      const grpcServer = this.grpc;
+      const grpcDone = grpcServer
+        ? new Promise<void>((resolve) => {
+            const force = setTimeout(() => grpcServer.forceShutdown(), graceMs);
+            grpcServer.tryShutdown(() => {
+              clearTimeout(force);
+              resolve();
+            });
+          })
+        : Promise.resolve();
+      const server = this.rest;
+      if (server) {
+        // Keep-alive clients must not hold the shutdown open: answers from now
+        // on close their connection, and connections that go idle are closed.
+        server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+          res.shouldKeepAlive = false;
+        });
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const idle = setInterval(() => server.closeIdleConnections(), 100);
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        await closed;
+        clearInterval(idle);
+        clearTimeout(force);
+      }
+      await grpcDone;
+      this.metricsListener?.close();
+      for (const p of this.peers.values()) p.close();
+      await this.backend.close();
+      this.log.info('node stopped');
+    })();
+    return this.stopping;
+  }
+
+  private async closeOutdatedActiveBlobs(): Promise<void> {
+    const now = Date.now();
+    for (const c of [...this.backend.disks, this.backend.alien]) {
+      if (!c.isReady) continue;
+      for (const g of c.allGroups()) {
+        try {
+          await c.use(() => g.closeOutdatedActiveBlobs(now));
+        } catch (err) {
+          this.log.warn({ disk: c.name, vdisk: g.vdisk, err: (err as Error).message }, 'closing outdated active blobs failed');
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Where the gRPC server listens (reference §0): bind_to_ip_address if set,
+ * else the cluster address if it is an IP address, else all interfaces on
+ * its port.
+ */
+export function grpcBindAddress(clusterAddress: string, bindToIpAddress?: string): string {
+  if (bindToIpAddress) return bindToIpAddress;
+  const colon = clusterAddress.lastIndexOf(':');
+  const host = clusterAddress.slice(0, colon).replace(/^\[|\]$/g, '');
+  const port = clusterAddress.slice(colon + 1);
+  return net.isIP(host) ? clusterAddress : `0.0.0.0:${port}`;
+}

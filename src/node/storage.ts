@@ -1,0 +1,105 @@
+// Builds this node's storage (disk controllers, groups, engines) from its
+// configuration: where every directory is and how partitions are named
+// (DESIGN §4, reference §2.5).
+import path from 'node:path';
+import { Backend } from '../backend/backend';
+import { DiskController, DiskState } from '../backend/disk-controller';
+import { Group, StorageObserver } from '../backend/group';
+import { Topology } from '../cluster/topology';
+import { LoadedConfig } from '../config/load';
+import { EngineOptions } from '../engine/engine';
+import { ownerHash } from '../keys/owner-hash';
+import { Logger } from '../logging/logger';
+
+export interface StorageOptions {
+  config: LoadedConfig;
+  topology: Topology;
+  /** Create missing root directories on the disks (--init-folders). */
+  initFolders: boolean;
+  log: Logger;
+  onDiskState?: (disk: string, alien: boolean, state: DiskState) => void;
+  /** What the partitions of a disk report to (metrics). */
+  observer?: (disk: string) => StorageObserver;
+}
+
+/** Where the alien directory lives and under which name /disks/list shows it. */
+export function alienLocation(config: LoadedConfig, topology: Topology): { name: string; diskPath: string; root: string } {
+  const { pearl } = config.node;
+  const disk = pearl.alienDisk ? topology.self.disks.find((d) => d.name === pearl.alienDisk) : undefined;
+  if (disk) return { name: disk.name, diskPath: disk.path, root: path.join(disk.path, pearl.settings.alienRootDirName) };
+  // bob: without alien_disk the alien directory is relative to the working directory.
+  const root = path.resolve(pearl.settings.alienRootDirName);
+  return { name: 'alien_disk', diskPath: path.dirname(root), root };
+}
+
+export function createBackend(o: StorageOptions): Backend {
+  const { node, cluster } = o.config;
+  const { pearl } = node;
+  const self = o.topology.self.name;
+  const engine: EngineOptions = {
+    keySize: cluster.keySize,
+    maxBlobSize: pearl.maxBlobSize,
+    maxDataInBlob: pearl.maxDataInBlob,
+    maxDirtyBytesBeforeSync: pearl.maxDirtyBytesBeforeSync,
+    syncWrites: pearl.syncWrites,
+    bloomBitsPerKey: bloomBitsPerKey(pearl.bloomFilterMaxBufBitsCount, pearl.maxDataInBlob),
+  };
+  const periodSeconds = Math.max(1, Math.round(pearl.settings.timestampPeriod / 1000));
+  const group = (disk: string, dir: string, vdisk: number, alien: boolean) =>
+    new Group({
+      dir,
+      vdisk,
+      // Alien partitions carry the hash of "a" + the storing node, so that
+      // copied into the owner's vdisk they never collide with its own.
+      hash: ownerHash(alien ? `a${self}` : self, pearl.hashCharsCount),
+      blobPrefix: pearl.blobFileNamePrefix,
+      periodSeconds,
+      roundStarts: !alien,
+      engine,
+      openAttempts: pearl.failRetryCount,
+      openRetryDelayMs: pearl.failRetryTimeout,
+      idleCloseMs: 10_000,
+      observer: o.observer?.(disk),
+      log: o.log,
+    });
+  const common = {
+    createRoot: o.initFolders,
+    monitorIntervalMs: 1000,
+    retryInitialMs: 1000,
+    retryMaxMs: 60_000,
+  };
+  const disks = o.topology.self.disks.map(
+    (d) =>
+      new DiskController({
+        ...common,
+        name: d.name,
+        diskPath: d.path,
+        root: path.join(d.path, pearl.settings.rootDirName),
+        alien: false,
+        vdisks: o.topology.vdisksOnLocalDisk(d.name),
+        makeGroup: (dir, vdisk) => group(d.name, dir, vdisk, false),
+        log: o.log,
+        onStateChange: (s) => o.onDiskState?.(d.name, false, s),
+      }),
+  );
+  const where = alienLocation(o.config, o.topology);
+  const alien = new DiskController({
+    ...common,
+    name: where.name,
+    diskPath: where.diskPath,
+    root: where.root,
+    alien: true,
+    vdisks: [],
+    acceptsAlien: (owner, vdisk) => o.topology.node(owner) !== undefined && o.topology.isOnNode(vdisk, owner),
+    makeGroup: (dir, vdisk) => group(where.name, dir, vdisk, true),
+    log: o.log,
+    onStateChange: (s) => o.onDiskState?.(where.name, true, s),
+  });
+  return new Backend({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, log: o.log });
+}
+
+// bob sizes bloom filters in bits per blob; the engine in bits per key.
+function bloomBitsPerKey(maxBufBits: number | undefined, maxDataInBlob: number): number {
+  if (maxBufBits === undefined) return 10;
+  return Math.min(32, Math.max(2, Math.round(maxBufBits / maxDataInBlob)));
+}

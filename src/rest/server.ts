@@ -1,0 +1,69 @@
+// The HTTP server under the REST app. Requests Node's HTTP layer refuses by
+// itself (unparsable request lines or headers, oversized headers, CONNECT,
+// unknown Expect values) would get bare responses or a closed connection;
+// here they get a StatusExt body like every other error (DESIGN §7).
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+import type Koa from 'koa';
+import { StatusExt } from './status-ext';
+
+function rawResponse(status: number, msg: string): string {
+  const body = JSON.stringify({ ok: false, msg } satisfies StatusExt);
+  return (
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}
+
+const PARSER_STATUS: Record<string, number> = {
+  HPE_HEADER_OVERFLOW: 431,
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
+
+/** HTTPS when `tls` is given (node.yaml tls.rest). */
+export function createRestServer(app: Koa, tls?: { cert: Buffer; key: Buffer }): http.Server {
+  // bob (hyper) serves HTTP/1.1 requests without a Host header; Node would answer them with a bare 400.
+  const server: http.Server = tls
+    ? https.createServer({ requireHostHeader: false, cert: tls.cert, key: tls.key }, app.callback())
+    : http.createServer({ requireHostHeader: false }, app.callback());
+
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const status = PARSER_STATUS[err.code ?? ''] ?? 400;
+    const reason = (err as { reason?: string }).reason ?? err.message;
+    const answer = () => {
+      socket.write(rawResponse(status, `malformed HTTP request: ${reason}${err.code ? ` (${err.code})` : ''}`));
+      socket.destroy();
+    };
+    // A response still being produced on this connection: the error is in
+    // its own body (answer now, unless it has started) or in a pipelined
+    // request after it (answer once it is done, so the answers keep order).
+    const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+    if (!inFlight) answer();
+    else if (inFlight.headersSent) socket.destroy();
+    else if (!inFlight.req.complete) answer();
+    else inFlight.once('finish', answer).once('close', () => socket.destroy());
+  });
+
+  // Without a listener Node drops CONNECT requests without an answer.
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+    socket.write(rawResponse(405, 'Method Not Allowed: CONNECT'));
+    socket.destroy();
+  });
+
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const body = JSON.stringify({ ok: false, msg: `unsupported expectation ${JSON.stringify(req.headers.expect)}` } satisfies StatusExt);
+    res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    res.end(body);
+  });
+
+  return server;
+}

@@ -1,0 +1,21 @@
+// Reading values out of a Prometheus text exposition.
+
+/** Labels of one sample line `name{a="x",b="y"} value`. */
+function parseLabels(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of text.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) out[m[1]] = m[2];
+  return out;
+}
+
+/** Sum of the samples of `name` whose labels include `labels` (0 when none). */
+export function sample(exposition: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of exposition.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^(\w+)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = parseLabels(m[2] ?? '');
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
+  }
+  return sum;
+}
