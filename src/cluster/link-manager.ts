@@ -1,0 +1,77 @@
+// LinkManager: which peers are reachable. Pings every peer each
+// check_interval (every 100 ms during the first minute, so that a starting
+// cluster finds itself quickly) and at once when a peer that was down pings
+// us (reference §4.3). This node is always reachable to itself.
+import { Logger } from '../logging/logger';
+import { PeerClient } from './peer-client';
+
+export class LinkManager {
+  private readonly up = new Map<string, boolean>();
+  private timer: NodeJS.Timeout | null = null;
+  private readonly startedAt = Date.now();
+  private checking = false;
+  private stopped = false;
+
+  constructor(
+    private readonly selfName: string,
+    private readonly peers: Map<string, PeerClient>,
+    private readonly checkIntervalMs: number,
+    private readonly log: Logger,
+    private readonly onChange?: (node: string, available: boolean) => void,
+  ) {
+    for (const name of peers.keys()) this.up.set(name, false);
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  isAvailable(node: string): boolean {
+    return node === this.selfName || this.up.get(node) === true;
+  }
+
+  /** Reachable nodes, this one included. */
+  availableCount(): number {
+    return 1 + [...this.up.values()].filter(Boolean).length;
+  }
+
+  /** A ping arrived from `node`: if we thought it down, check it now. */
+  heardFrom(node: string): void {
+    const peer = this.peers.get(node);
+    if (peer && this.up.get(node) === false) void this.check(peer);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.round(), delayMs);
+    this.timer.unref();
+  }
+
+  private async round(): Promise<void> {
+    if (!this.checking) {
+      this.checking = true;
+      await Promise.all([...this.peers.values()].map((p) => this.check(p)));
+      this.checking = false;
+    }
+    const fast = Date.now() - this.startedAt < 60_000;
+    this.schedule(fast ? Math.min(100, this.checkIntervalMs) : this.checkIntervalMs);
+  }
+
+  private async check(peer: PeerClient): Promise<void> {
+    let ok = true;
+    try {
+      await peer.ping();
+    } catch {
+      ok = false;
+    }
+    if (this.stopped || this.up.get(peer.name) === ok) return;
+    this.up.set(peer.name, ok);
+    this.log.info({ peer: peer.name, available: ok }, `node ${peer.name} is ${ok ? 'reachable' : 'unreachable'}`);
+    this.onChange?.(peer.name, ok);
+  }
+}

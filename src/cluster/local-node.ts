@@ -1,0 +1,69 @@
+// LocalNode: this node's force_node operations on its own backend
+// (reference §3.2, with bob's crashes turned into errors).
+import { Backend, GetSource } from '../backend/backend';
+import { errors, OysterError } from '../backend/errors';
+import { vdiskOf } from '../keys/distribution';
+import { DeleteOptions, KeyState, NodeApi, Version } from './node-api';
+import { Topology } from './topology';
+
+export class LocalNode implements NodeApi {
+  constructor(
+    private readonly topology: Topology,
+    private readonly backend: Backend,
+  ) {}
+
+  get name(): string {
+    return this.topology.self.name;
+  }
+
+  private vdisk(key: Buffer): number {
+    return vdiskOf(key, this.topology.vdiskCount);
+  }
+
+  async put(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
+    const vdisk = this.vdisk(key);
+    if (remoteNodes.length === 0) return this.backend.put(vdisk, key, timestamp, value);
+    // Alien copies for nodes that cannot be reached; an unknown owner would
+    // leave copies nobody could ever deliver.
+    for (const owner of remoteNodes) {
+      if (!this.topology.node(owner)) throw new OysterError('InvalidArgument', `remote node ${JSON.stringify(owner)} is not in the cluster`);
+    }
+    // Each owner once: a name repeated in the request needs no second copy.
+    for (const owner of new Set(remoteNodes)) await this.backend.putAlien(owner, vdisk, key, timestamp, value);
+  }
+
+  async get(key: Buffer, source: GetSource): Promise<Version | null> {
+    return this.backend.get(this.vdisk(key), key, source);
+  }
+
+  async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
+    const out: Array<KeyState | null> = keys.map(() => null);
+    const byVdisk = new Map<number, number[]>();
+    keys.forEach((k, i) => {
+      const v = this.vdisk(k);
+      const list = byVdisk.get(v);
+      if (list) list.push(i);
+      else byVdisk.set(v, [i]);
+    });
+    for (const [vdisk, idx] of byVdisk) {
+      const states = await this.backend.exists(vdisk, idx.map((i) => keys[i]), source);
+      states.forEach((s, j) => (out[idx[j]] = s));
+    }
+    return out;
+  }
+
+  async delete(key: Buffer, timestamp: number, options: DeleteOptions): Promise<void> {
+    const vdisk = this.vdisk(key);
+    if (!options.isAlien) return this.backend.delete(vdisk, key, timestamp);
+    const failures: Error[] = [];
+    for (const owner of this.topology.targetNodes(vdisk)) {
+      try {
+        await this.backend.deleteAlien(owner, vdisk, key, timestamp, options.forceAlienNodes.includes(owner));
+      } catch (err) {
+        failures.push(err as Error);
+      }
+    }
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw errors.failed(`Multiple errors detected: ${failures.map((e) => e.message).join('; ')}`);
+  }
+}

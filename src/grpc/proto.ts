@@ -1,0 +1,57 @@
+// bob's BobApi service definition, loaded from bob.proto, and the message
+// shapes as @grpc/proto-loader presents them (keepCase, 64-bit ints as strings).
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+// dist/src/grpc/proto.js -> <package root>/src/grpc/bob.proto
+const PROTO = path.resolve(__dirname, '..', '..', '..', 'src', 'grpc', 'bob.proto');
+
+const definition = protoLoader.loadSync(PROTO, {
+  keepCase: true,
+  longs: String, // u64 timestamps arrive as decimal strings: no precision is lost before validation
+  enums: Number, // unknown enum values stay visible as numbers and are rejected, never guessed
+  defaults: true,
+  oneofs: false,
+});
+
+const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+  bob_storage: { BobApi: grpc.ServiceClientConstructor };
+};
+
+export const BobApi = pkg.bob_storage.BobApi;
+export const BobApiService = BobApi.service;
+
+export const GetSource = { ALL: 0, NORMAL: 1, ALIEN: 2 } as const;
+
+export interface BlobKeyMsg {
+  key: Buffer;
+}
+export interface BlobMetaMsg {
+  timestamp: string | number;
+}
+export interface BlobMsg {
+  data: Buffer;
+  meta: BlobMetaMsg | null;
+}
+export interface PutRequestMsg {
+  key: BlobKeyMsg | null;
+  data: BlobMsg | null;
+  options: { remote_nodes: string[]; force_node: boolean; overwrite: boolean } | null;
+}
+export interface GetRequestMsg {
+  key: BlobKeyMsg | null;
+  options: { force_node: boolean; source: number } | null;
+}
+export interface ExistRequestMsg {
+  keys: Array<BlobKeyMsg | null>;
+  options: { force_node: boolean; source: number } | null;
+}
+export interface DeleteRequestMsg {
+  key: BlobKeyMsg | null;
+  meta: BlobMetaMsg | null;
+  options: { force_alien_nodes: string[]; force_node: boolean; is_alien: boolean } | null;
+}
+export interface ExistResponseMsg {
+  exist: boolean[];
+}
