@@ -1,0 +1,87 @@
+// Counts and times data operations where they enter the node, without the
+// layers below knowing about metrics: a DataApi (coordinated requests) or a
+// NodeApi (requests served from this node's storage) wrapped for an
+// interface.
+import { isOysterError } from '../backend/errors';
+import { StorageObserver } from '../backend/group';
+import { DataApi } from '../cluster/data-api';
+import { NodeApi } from '../cluster/node-api';
+import { Interface, NodeMetrics, Outcome, RequestPath } from './registry';
+
+export function outcomeOf(err: unknown): Outcome {
+  if (isOysterError(err, 'KeyNotFound') || isOysterError(err, 'VDiskNotFound') || isOysterError(err, 'NotFound')) return 'not_found';
+  if (isOysterError(err, 'InvalidArgument')) return 'invalid';
+  if (
+    isOysterError(err, 'DCIsNotAvailable') ||
+    isOysterError(err, 'HolderTemporaryUnavailable') ||
+    isOysterError(err, 'PossibleDiskDisconnection') ||
+    isOysterError(err, 'Timeout')
+  ) {
+    return 'unavailable';
+  }
+  return 'error';
+}
+
+type Recorder = <T>(operation: string, run: () => Promise<T>, found?: (v: T) => boolean) => Promise<T>;
+
+function recorder(m: NodeMetrics, iface: Interface, path: RequestPath): Recorder {
+  return async (operation, run, found) => {
+    const end = m.requestDuration.startTimer({ interface: iface, operation, path });
+    let outcome: Outcome = 'ok';
+    try {
+      const v = await run();
+      if (found && !found(v)) outcome = 'not_found';
+      return v;
+    } catch (err) {
+      outcome = outcomeOf(err);
+      throw err;
+    } finally {
+      end();
+      m.requests.inc({ interface: iface, operation, path, outcome });
+    }
+  };
+}
+
+/** Coordinated requests arriving over `iface`. */
+export function instrumentData(api: DataApi, m: NodeMetrics, iface: Interface): DataApi {
+  const record = recorder(m, iface, 'coordinated');
+  return {
+    put: (key, value, ts) => record('put', () => api.put(key, value, ts)),
+    get: (key) => record('get', () => api.get(key), (v) => v !== null),
+    exist: (keys) => record('exist', () => api.exist(keys)),
+    delete: (key, ts) => record('delete', () => api.delete(key, ts)),
+  };
+}
+
+/** Requests served from this node's own storage (gRPC force_node). */
+export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
+  const record = recorder(m, 'grpc', 'local');
+  return {
+    name: api.name,
+    put: (key, value, ts, remote) => record('put', () => api.put(key, value, ts, remote)),
+    get: (key, source) => record('get', () => api.get(key, source), (v) => v?.kind === 'found'),
+    exist: (keys, source) => record('exist', () => api.exist(keys, source)),
+    delete: (key, ts, options) => record('delete', () => api.delete(key, ts, options)),
+  };
+}
+
+/** The PeerClient hook: one call to a peer finished. */
+export function peerObserver(m: NodeMetrics, peer: string) {
+  return (operation: string, err: unknown, seconds: number): void => {
+    m.peerRequests.inc({ peer, operation, outcome: err === null ? 'ok' : outcomeOf(err) });
+    m.peerDuration.observe({ peer, operation }, seconds);
+  };
+}
+
+/** The Group hook: engine operations, bytes and damaged records. */
+export function storageObserver(m: NodeMetrics, disk: string): StorageObserver {
+  return {
+    engine(operation, outcome, bytes) {
+      m.engineOperations.inc({ operation, outcome });
+      if (bytes > 0) m.engineBytes.inc({ direction: operation === 'put' ? 'written' : 'read' }, bytes);
+    },
+    corrupt(records) {
+      m.corruptRecords.inc({ disk }, records);
+    },
+  };
+}

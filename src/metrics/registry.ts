@@ -1,0 +1,134 @@
+// The node's Prometheus metrics (docs/OPERATIONS.md lists every one).
+// Names: oyster_ prefix, base units (seconds, bytes), _total counters.
+// Request metrics keep bob's split between coordinated requests
+// (cluster_grinder.* in bob) and requests served from this node's own
+// storage (client.* in bob) in the `path` label.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export type Interface = 'rest' | 'grpc';
+export type RequestPath = 'coordinated' | 'local';
+export type Outcome = 'ok' | 'not_found' | 'invalid' | 'unavailable' | 'error';
+
+export interface NodeMetrics {
+  registry: Registry;
+  restRequests: Counter<'method' | 'route' | 'status'>;
+  restDuration: Histogram<'method' | 'route'>;
+  /** Data operations by interface, operation, coordinated or local path, and outcome. */
+  requests: Counter<'interface' | 'operation' | 'path' | 'outcome'>;
+  requestDuration: Histogram<'interface' | 'operation' | 'path'>;
+  /** Calls this node makes to its peers. */
+  peerRequests: Counter<'peer' | 'operation' | 'outcome'>;
+  peerDuration: Histogram<'peer' | 'operation'>;
+  peerUp: Gauge<'peer'>;
+  /** Engine operations (per partition engine call) and the value bytes they moved. */
+  engineOperations: Counter<'operation' | 'outcome'>;
+  engineBytes: Counter<'direction'>;
+  corruptRecords: Counter<'disk'>;
+  diskReady: Gauge<'disk' | 'alien'>;
+  aliensHandedOver: Counter<'owner'>;
+}
+
+export function createMetrics(nodeName: string): NodeMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ node: nodeName });
+  collectDefaultMetrics({ register: registry, prefix: 'oyster_' });
+  // prom-client names these gauges *_total, which Prometheus reserves for
+  // counters (promtool rejects them); one correctly named gauge replaces them.
+  for (const name of ['active_handles', 'active_requests', 'active_resources']) {
+    registry.removeSingleMetric(`oyster_nodejs_${name}`);
+    registry.removeSingleMetric(`oyster_nodejs_${name}_total`);
+  }
+  const registers = [registry];
+  new Gauge({
+    name: 'oyster_nodejs_active_resources',
+    help: 'Resources keeping the event loop alive, by type (process.getActiveResourcesInfo)',
+    labelNames: ['type'],
+    registers,
+    collect() {
+      this.reset();
+      const counts = new Map<string, number>();
+      for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
+      for (const [type, n] of counts) this.set({ type }, n);
+    },
+  });
+  return {
+    registry,
+    restRequests: new Counter({
+      name: 'oyster_rest_requests_total',
+      help: 'REST requests by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    }),
+    restDuration: new Histogram({
+      name: 'oyster_rest_request_duration_seconds',
+      help: 'REST request latency by method and route pattern',
+      labelNames: ['method', 'route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    requests: new Counter({
+      name: 'oyster_requests_total',
+      help: 'Data operations by interface (rest, grpc), operation, path (coordinated by this node, or local: served from its own storage) and outcome',
+      labelNames: ['interface', 'operation', 'path', 'outcome'],
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: 'oyster_request_duration_seconds',
+      help: 'Data operation latency by interface, operation and path',
+      labelNames: ['interface', 'operation', 'path'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    peerRequests: new Counter({
+      name: 'oyster_peer_requests_total',
+      help: 'Calls to other nodes by peer, operation and outcome',
+      labelNames: ['peer', 'operation', 'outcome'],
+      registers,
+    }),
+    peerDuration: new Histogram({
+      name: 'oyster_peer_request_duration_seconds',
+      help: 'Latency of calls to other nodes by peer and operation',
+      labelNames: ['peer', 'operation'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    peerUp: new Gauge({
+      name: 'oyster_peer_up',
+      help: 'Whether a peer answered its last ping (1) or not (0)',
+      labelNames: ['peer'],
+      registers,
+    }),
+    engineOperations: new Counter({
+      name: 'oyster_engine_operations_total',
+      help: 'Storage engine operations (one per partition written or read) by operation and outcome',
+      labelNames: ['operation', 'outcome'],
+      registers,
+    }),
+    engineBytes: new Counter({
+      name: 'oyster_engine_bytes_total',
+      help: 'Value bytes written to and read from the storage engine',
+      labelNames: ['direction'],
+      registers,
+    }),
+    corruptRecords: new Counter({
+      name: 'oyster_corrupt_records_total',
+      help: 'Records found failing their checksum, by disk (on reads and when partitions are opened)',
+      labelNames: ['disk'],
+      registers,
+    }),
+    diskReady: new Gauge({
+      name: 'oyster_disk_ready',
+      help: 'Whether a disk controller serves (1) or not (0); alien="true" for the alien directory',
+      labelNames: ['disk', 'alien'],
+      registers,
+    }),
+    aliensHandedOver: new Counter({
+      name: 'oyster_aliens_handed_over_total',
+      help: 'Alien records delivered to their owner node',
+      labelNames: ['owner'],
+      registers,
+    }),
+  };
+}

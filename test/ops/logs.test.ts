@@ -1,0 +1,158 @@
+// Logs (docs/OPERATIONS.md): every line oysterd prints is a JSON object with
+// the node name; the level comes from OYSTER_LOG_LEVEL, else from log_config
+// (a small YAML with `level`, or bob's log4rs file with `root.level`), else
+// info; request lines are written at debug only; disk state changes are
+// logged at info and unknown configuration keys at warn, naming the key.
+// Alien hand-off progress (info) and damaged records (error) are checked
+// where those scenarios run: test/ops/metrics-cluster.test.ts and
+// test/ops/metrics.test.ts.
+import fs from 'node:fs';
+import path from 'node:path';
+import t, { Test } from 'tap';
+import YAML from 'yaml';
+import { ClusterFiles, NodeYamlOptions, OysterProcess, writeCluster } from '../helpers/oysterd';
+import { tempDir } from '../helpers/tmpdir';
+import { waitFor } from '../cluster/lib';
+import { call } from '../rest/lib/node';
+import { LEVEL, LogLine, logLines, logs, runNode, stopNode } from './lib';
+
+/** bob's config-examples/logger.yaml shape (log4rs), at the given root level. */
+const log4rs = (level: string) => ({
+  refresh_rate: '30 seconds',
+  appenders: { stdout: { kind: 'console', encoder: { pattern: '{d} {l} {t} - {m}{n}' } } },
+  root: { level, appenders: ['stdout'] },
+  loggers: { bob: { level: 'info' }, pearl: { level: 'error' } },
+});
+
+interface Variant {
+  name: string;
+  /** Written next to node.yaml as log.yaml, and named by log_config. */
+  logConfig?: unknown;
+  /** log_config naming a file that does not exist. */
+  missingLogConfig?: boolean;
+  /** OYSTER_LOG_LEVEL; undefined: not set at all. */
+  envLevel?: string;
+  /** Whether request lines are expected. */
+  debug: boolean;
+}
+
+const VARIANTS: Variant[] = [
+  { name: 'no log_config, no OYSTER_LOG_LEVEL: info', debug: false },
+  { name: 'log_config with level: debug', logConfig: { level: 'debug' }, debug: true },
+  { name: "bob's log4rs file with root.level: debug", logConfig: log4rs('debug'), debug: true },
+  { name: 'OYSTER_LOG_LEVEL=info over a log_config at debug', logConfig: log4rs('debug'), envLevel: 'info', debug: false },
+  { name: 'OYSTER_LOG_LEVEL=DEBUG (any case) over a log_config at warn', logConfig: { level: 'warn' }, envLevel: 'DEBUG', debug: true },
+  { name: 'a missing log_config file: a warning, then info', missingLogConfig: true, debug: false },
+  { name: 'an unknown OYSTER_LOG_LEVEL: a warning, then info', envLevel: 'verbose', debug: false },
+];
+
+async function startVariant(t: Test, v: Variant, opts: NodeYamlOptions = {}, prepare?: (files: ClusterFiles) => void): Promise<OysterProcess> {
+  const dir = tempDir(t, 'oyster-logs-');
+  const files = await writeCluster(dir, { nodes: [{ name: 'logger' }], vdisks: 2 }, {
+    ...opts,
+    extra: {
+      ...(v.logConfig !== undefined ? { log_config: 'log.yaml' } : {}),
+      ...(v.missingLogConfig ? { log_config: '/nonexistent/logger.yaml' } : {}),
+      ...opts.extra,
+    },
+  });
+  if (v.logConfig !== undefined) fs.writeFileSync(path.join(dir, 'log.yaml'), YAML.stringify(v.logConfig));
+  prepare?.(files);
+  // undefined leaves OYSTER_LOG_LEVEL out of the environment (the helper sets it otherwise).
+  return runNode(t, files, 'logger', { env: { OYSTER_LOG_LEVEL: v.envLevel as string } });
+}
+
+/** Sends requests, then stops and starts a disk and waits for that to be logged, so that every earlier line has been read. */
+async function traffic(proc: OysterProcess): Promise<void> {
+  await call(proc.url, 'POST', '/data/7', 'logged?');
+  await call(proc.url, 'GET', '/data/7');
+  await call(proc.url, 'GET', '/data/8');
+  await call(proc.url, 'GET', '/nodes');
+  await call(proc.url, 'POST', '/disks/disk1/stop');
+  await call(proc.url, 'POST', '/disks/disk1/start');
+  await waitFor(
+    'the disk start to be logged',
+    () => {
+      const stopped = proc.output.findIndex((l) => l.includes('"state":"NotReady"'));
+      return stopped >= 0 && proc.output.slice(stopped).some((l) => l.includes('"state":"Ready"'));
+    },
+    5000,
+  );
+}
+
+/** Asserts that every line is a JSON object with level, time, msg and the node name; returns them parsed. */
+function everyLineJson(t: Test, proc: OysterProcess, node: string, what: string): LogLine[] {
+  const lines = logLines(proc);
+  const bad = lines.filter((l) => {
+    if ('notJson' in l) return true;
+    return l.node !== node || typeof l.level !== 'number' || typeof l.msg !== 'string' || Number.isNaN(Date.parse(l.time));
+  });
+  t.same(bad, [], `${what}: every one of the ${lines.length} lines is JSON with level, time, msg and node "${node}"`);
+  return logs(proc);
+}
+
+t.test('log levels: log_config, OYSTER_LOG_LEVEL and request lines', async (t) => {
+  // The nodes start together: each start costs about a second.
+  const procs = await Promise.all(VARIANTS.map((v) => startVariant(t, v)));
+  for (const [i, v] of VARIANTS.entries()) {
+    const proc = procs[i];
+    await traffic(proc);
+    // A request line is written just before its answer goes out, on another pipe: wait for the last one.
+    if (v.debug) await waitFor('the last request line', () => proc.output.some((l) => l.includes('"path":"/disks/disk1/start"')), 5000);
+    const lines = everyLineJson(t, proc, 'logger', v.name);
+    const requests = lines.filter((l) => l.msg === 'request');
+    if (v.debug) {
+      t.ok(requests.length >= 6, `${v.name}: a line per request (${requests.length})`);
+      t.ok(requests.every((l) => l.level === LEVEL.debug), `${v.name}: request lines are at debug`);
+      t.match(requests.find((l) => l.method === 'GET' && l.path === '/data/8'), { status: 404, ms: Number }, `${v.name}: with method, path, status and duration`);
+    } else {
+      t.same(requests, [], `${v.name}: no request lines`);
+      t.same(lines.filter((l) => l.level < LEVEL.info), [], `${v.name}: nothing below info`);
+    }
+    const warned = lines.filter((l) => l.level === LEVEL.warn);
+    if (v.missingLogConfig) t.ok(warned.some((l) => l.key === 'log_config' && /nonexistent/.test(l.msg)), `${v.name}: the warning names log_config`);
+    else if (v.envLevel === 'verbose') t.ok(warned.some((l) => /verbose/.test(l.msg)), `${v.name}: the warning names the level`);
+    else t.same(warned, [], `${v.name}: no warnings`);
+  }
+});
+
+t.test('disk state changes at info, unknown configuration keys at warn', async (t) => {
+  const proc = await startVariant(
+    t,
+    { name: 'unknown keys', debug: false },
+    {
+      extra: {
+        bogus_top_level: 1,
+        // bob would silently ignore the typo and listen on 0.0.0.0:9000.
+        metrics: { graphite_enabled: false, prometheus_enabled: false, prometheus_adr: '127.0.0.1:9999' },
+      },
+      pearl: { nonsense_option: true },
+    },
+    (files) => fs.appendFileSync(files.clusterYaml, 'replication_factor: 3\n'),
+  );
+  await traffic(proc);
+  const lines = everyLineJson(t, proc, 'logger', 'a node with unknown keys');
+  const warned = lines.filter((l) => l.level === LEVEL.warn);
+  for (const [key, file] of [
+    ['bogus_top_level', /logger\.node\.yaml$/],
+    ['metrics.prometheus_adr', /logger\.node\.yaml$/],
+    ['pearl.nonsense_option', /logger\.node\.yaml$/],
+    ['replication_factor', /cluster\.yaml$/],
+  ] as const) {
+    const w = warned.find((l) => l.key === key);
+    t.ok(w, `unknown key ${key}: a warning`);
+    t.match(w?.msg, new RegExp(`${key.replace('.', '\\.')}.*unknown key`), `naming ${key} in its message`);
+    t.match(w?.file, file, 'and the file');
+  }
+  const disk = lines.filter((l) => l.disk === 'disk1' && !l.alien);
+  const states = disk.filter((l) => typeof l.state === 'string');
+  t.ok(states.every((l) => l.level === LEVEL.info), 'disk state changes are logged at info');
+  t.same(
+    states.map((l) => l.state),
+    ['Initialized', 'Ready', 'NotReady', 'Initialized', 'Ready'],
+    'start, POST /disks/disk1/stop, POST /disks/disk1/start',
+  );
+  t.match(states.at(-1), { msg: 'disk disk1 is Ready', node: 'logger' });
+  t.ok(disk.some((l) => l.level === LEVEL.info && /out of service/.test(l.msg) && typeof l.reason === 'string'), 'the stop is logged with its reason');
+  t.equal(await stopNode(proc), 0, 'a clean stop');
+});

@@ -1,0 +1,196 @@
+// TLS (node.yaml `tls`, reference §1.4) with certificates made by openssl at
+// test time: a CA, and a node certificate for the domain_name and 127.0.0.1.
+// tls.rest serves the REST API over https; tls.grpc serves gRPC over TLS and
+// makes the nodes call each other over TLS (checking the peer certificate
+// against ca_cert_path and domain_name). TLS files that are missing,
+// unreadable or not what they should be stop oysterd before it listens, with
+// a configuration error naming the key.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import t from 'tap';
+import { TestCluster } from '../cluster/lib';
+import { keyBytes, Status } from '../helpers/grpc-client';
+import { startOysterd, writeCluster } from '../helpers/oysterd';
+import { tempDir } from '../helpers/tmpdir';
+
+const DOMAIN = 'oyster.test';
+const KEY_SIZE = 8;
+
+interface Pki {
+  ca: string;
+  cert: string;
+  key: string;
+  /** A second CA that signed nothing of ours. */
+  otherCa: string;
+}
+
+function openssl(dir: string, ...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** A CA and a node certificate (SAN: DNS:oyster.test, IP:127.0.0.1) signed by it. */
+function makePki(dir: string): Pki {
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl(dir, 'req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=Oyster test CA');
+  openssl(dir, 'req', '-x509', ...ec, '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '2', '-subj', '/CN=Another CA');
+  openssl(dir, 'req', ...ec, '-keyout', 'node.key', '-out', 'node.csr', '-subj', `/CN=${DOMAIN}`);
+  fs.writeFileSync(
+    path.join(dir, 'node.ext'),
+    [`subjectAltName=DNS:${DOMAIN},IP:127.0.0.1`, 'basicConstraints=CA:FALSE', 'keyUsage=digitalSignature,keyEncipherment', 'extendedKeyUsage=serverAuth,clientAuth', ''].join('\n'),
+  );
+  openssl(dir, 'x509', '-req', '-in', 'node.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'node.crt', '-days', '2', '-extfile', 'node.ext');
+  const p = (f: string) => path.join(dir, f);
+  return { ca: p('ca.crt'), cert: p('node.crt'), key: p('node.key'), otherCa: p('other-ca.crt') };
+}
+
+interface HttpsReply {
+  status: number;
+  text: string;
+}
+
+/** One request over https (or http) with the given CA; rejects on TLS or connection errors. */
+function request(url: string, method: string, ca?: Buffer, body?: string): Promise<HttpsReply> {
+  return new Promise((resolve, reject) => {
+    const onResponse = (res: http.IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    };
+    const req = url.startsWith('https:')
+      ? https.request(url, { method, ca, timeout: 10_000 }, onResponse)
+      : http.request(url, { method, timeout: 10_000 }, onResponse);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+// A BobApi client with chosen channel credentials (test/helpers/grpc-client.ts speaks plaintext only).
+const definition = protoLoader.loadSync(path.resolve(__dirname, '..', '..', '..', 'src', 'grpc', 'bob.proto'), {
+  keepCase: true,
+  longs: String,
+  enums: Number,
+  defaults: true,
+});
+const BobApi = (grpc.loadPackageDefinition(definition) as unknown as { bob_storage: { BobApi: grpc.ServiceClientConstructor } }).bob_storage.BobApi;
+
+function grpcGet(address: string, credentials: grpc.ChannelCredentials, key: Buffer, options: grpc.ChannelOptions = {}): Promise<Buffer> {
+  const client = new BobApi(address, credentials, options);
+  return new Promise<Buffer>((resolve, reject) => {
+    const md = new grpc.Metadata();
+    (client as unknown as Record<string, (...a: unknown[]) => void>).Get(
+      { key: { key }, options: { force_node: true, source: 1 } },
+      md,
+      { deadline: Date.now() + 5000 },
+      (err: grpc.ServiceError | null, res?: { data: Buffer }) => (err ? reject(err) : resolve(res!.data)),
+    );
+  }).finally(() => client.close());
+}
+
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => Status.OK,
+    (err: grpc.ServiceError) => err.code,
+  );
+
+t.test('TLS for REST and gRPC in a 2-node cluster', async (t) => {
+  const pki = makePki(tempDir(t, 'oyster-pki-'));
+  const ca = fs.readFileSync(pki.ca);
+  const tls = { ca_cert_path: pki.ca, cert_path: pki.cert, pkey_path: pki.key, domain_name: DOMAIN, rest: true, grpc: true };
+  // Both vdisks on both nodes, quorum 2: a write succeeds only if the peer took it over TLS.
+  const c = await TestCluster.start(t, {
+    nodes: ['n1', 'n2'],
+    replicas: [
+      ['n1', 'n2'],
+      ['n2', 'n1'],
+    ],
+    keySize: KEY_SIZE,
+    opts: { quorum: 2, extra: { tls } },
+  });
+  await c.waitLinks();
+  const https1 = c.url('n1').replace('http:', 'https:');
+  const https2 = c.url('n2').replace('http:', 'https:');
+  const serving = JSON.parse(c.proc('n1').output.find((l) => l.includes('"node is serving"'))!) as { tls: unknown };
+  t.same(serving.tls, { rest: true, grpc: true }, 'the node says it serves REST and gRPC over TLS');
+
+  t.test('REST over https', async (t) => {
+    const status = await request(`${https1}/status`, 'GET', ca);
+    t.equal(status.status, 200, 'a client trusting the CA gets /status');
+    t.equal(JSON.parse(status.text).name, 'n1');
+    const put = await request(`${https1}/data/21`, 'POST', ca, 'over tls');
+    t.equal(put.status, 201, `POST /data/21 through n1 with quorum 2: ${put.text}`);
+    t.equal((await request(`${https2}/data/21`, 'GET', ca)).text, 'over tls', 'read back through n2 over https');
+    const untrusted = await request(`${https1}/status`, 'GET').then(
+      () => null,
+      (err: NodeJS.ErrnoException) => err.code,
+    );
+    t.match(untrusted, /CERT|SIGNED|VERIFY/, `a client that does not trust the CA is refused (${untrusted})`);
+    const otherCa = await request(`${https1}/status`, 'GET', fs.readFileSync(pki.otherCa)).then(
+      () => null,
+      (err: NodeJS.ErrnoException) => err.code,
+    );
+    t.ok(otherCa, `a client trusting another CA is refused (${otherCa})`);
+    const plain = await request(`${c.url('n1')}/status`, 'GET').then(
+      (r) => `HTTP ${r.status}`,
+      (err: NodeJS.ErrnoException) => err.code ?? err.message,
+    );
+    t.notMatch(plain, /^HTTP 2/, `a plain-http client gets no answer from the https port (${plain})`);
+  });
+
+  t.test('gRPC over TLS, between the nodes too', async (t) => {
+    const key = keyBytes(21, KEY_SIZE);
+    const secure = grpc.credentials.createSsl(ca);
+    for (const n of ['n1', 'n2']) {
+      const got = await grpcGet(c.address(n), secure, key);
+      t.equal(got.toString(), 'over tls', `${n}'s own replica holds the value written through n1: the nodes talk over TLS`);
+    }
+    const byName = await grpcGet(c.address('n2'), secure, key, { 'grpc.ssl_target_name_override': DOMAIN, 'grpc.default_authority': DOMAIN });
+    t.equal(byName.toString(), 'over tls', `a client checking the name ${DOMAIN}, as the nodes do`);
+    t.equal(await codeOf(grpcGet(c.address('n2'), grpc.credentials.createInsecure(), key)), Status.UNAVAILABLE, 'an insecure client is refused');
+    t.equal(await codeOf(grpcGet(c.address('n2'), grpc.credentials.createSsl(fs.readFileSync(pki.otherCa)), key)), Status.UNAVAILABLE, 'a client trusting another CA is refused');
+    const wrongName = await codeOf(grpcGet(c.address('n2'), secure, key, { 'grpc.ssl_target_name_override': 'not-oyster.test' }));
+    t.equal(wrongName, Status.UNAVAILABLE, 'a client expecting another name is refused');
+    const peerFailures = [...c.proc('n1').output, ...c.proc('n2').output].filter((l) => /"level":(40|50)/.test(l));
+    t.same(peerFailures, [], 'no warnings or errors in the node logs');
+  });
+});
+
+t.test('TLS files that cannot be used stop oysterd before it listens', async (t) => {
+  const dir = tempDir(t, 'oyster-tls-bad-');
+  const pki = makePki(dir);
+  const garbage = path.join(dir, 'garbage.pem');
+  fs.writeFileSync(garbage, 'not a certificate\n');
+  const cases: Array<{ what: string; tls: Record<string, unknown>; key: string; reason: RegExp }> = [
+    { what: 'a missing certificate', tls: { cert_path: path.join(dir, 'missing.crt') }, key: 'tls.cert_path', reason: /ENOENT/ },
+    { what: 'a key path that is a directory', tls: { pkey_path: dir }, key: 'tls.pkey_path', reason: /EISDIR/ },
+    { what: 'a CA file that is not PEM', tls: { ca_cert_path: garbage }, key: 'tls.ca_cert_path', reason: /PEM/ },
+    { what: 'a certificate file holding a key', tls: { cert_path: pki.key }, key: 'tls.cert_path', reason: /PEM certificate/ },
+    { what: 'the key of another certificate', tls: { pkey_path: path.join(dir, 'ca.key') }, key: 'tls.pkey_path', reason: /not the private key/ },
+  ];
+  for (const k of cases) {
+    const sub = path.join(dir, k.key.replace(/\W/g, '_') + cases.indexOf(k));
+    fs.mkdirSync(sub);
+    const files = await writeCluster(sub, { nodes: [{ name: 'n1' }] }, {
+      extra: { tls: { ca_cert_path: pki.ca, cert_path: pki.cert, pkey_path: pki.key, domain_name: DOMAIN, rest: true, grpc: true, ...k.tls } },
+    });
+    const started = startOysterd('n1', { args: ['-c', files.clusterYaml, '-n', files.nodeYaml.n1, '--init-folders'], timeoutMs: 15_000 });
+    const err = await started.then(
+      async (p) => {
+        await p.kill();
+        return null;
+      },
+      (e: Error) => e.message,
+    );
+    t.ok(err, `${k.what}: oysterd does not start`);
+    t.match(err, /exited \(2\) before serving/, `${k.what}: exit code 2 (configuration)`);
+    t.match(err, new RegExp(`${k.key.replace('.', '\\.')}: .*`), `${k.what}: the error names ${k.key}`);
+    t.match(err, k.reason, `${k.what}: and the reason`);
+    t.notMatch(err, /node is serving/, `${k.what}: nothing listened`);
+  }
+});
