@@ -1,5 +1,9 @@
 #include "util/thread_pool.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace oyster {
 
 ThreadPool::ThreadPool(int threads) {
@@ -20,6 +24,21 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
+bool ThreadPool::SpinForTask() {
+  const Clock::time_point until = Clock::now() + kSpin;
+  do {
+    for (int i = 0; i < 16; i++) {
+      if (queued_.load(std::memory_order_relaxed) > 0) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    }
+  } while (Clock::now() < until);
+  return false;
+}
+
 bool ThreadPool::ShouldWakeLocked(Clock::time_point now) {
   if (sleeping_ == 0 || tasks_.empty()) return false;
   if (awake_ > 0 && tasks_.size() <= kBacklogPerThread * static_cast<size_t>(awake_) &&
@@ -38,6 +57,7 @@ void ThreadPool::Schedule(std::function<void()> task) {
     std::lock_guard<std::mutex> l(mu_);
     const Clock::time_point now = Clock::now();
     tasks_.push_back(Task{std::move(task), now});
+    queued_.store(tasks_.size(), std::memory_order_relaxed);
     wake = ShouldWakeLocked(now);
   }
   if (wake) cv_.notify_one();
@@ -49,6 +69,7 @@ void ThreadPool::Run() {
     if (!tasks_.empty()) {
       std::function<void()> task = std::move(tasks_.front().fn);
       tasks_.pop_front();
+      queued_.store(tasks_.size(), std::memory_order_relaxed);
       bool wake = ShouldWakeLocked(Clock::now());
       l.unlock();
       if (wake) cv_.notify_one();
@@ -57,6 +78,14 @@ void ThreadPool::Run() {
       continue;
     }
     if (stopping_) return;  // drained
+    if (!spinning_) {
+      spinning_ = true;
+      l.unlock();
+      const bool found = SpinForTask();
+      l.lock();
+      spinning_ = false;
+      if (found || !tasks_.empty()) continue;
+    }
     awake_--;
     sleeping_++;
     bool watcher = false;

@@ -5,11 +5,16 @@
 // Threads are woken sparingly: short tasks (reads served from the page cache)
 // are best run by one awake thread, since every extra runnable thread takes
 // CPU from the event loop and costs futex round trips; tasks that block on
-// the disk make the backlog grow, and that wakes more threads.
+// the disk make the backlog grow, and that wakes more threads. A thread that
+// runs out of work spins briefly before it sleeps: under load the next task
+// arrives within microseconds, and waking a sleeper would cost the
+// scheduling thread (the event loop) a futex call and the sleeper a context
+// switch for every task.
 
 #ifndef OYSTER_UTIL_THREAD_POOL_H_
 #define OYSTER_UTIL_THREAD_POOL_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -58,7 +63,12 @@ class ThreadPool final : public Executor {
   // while none is (only to notice a thread that another wake-up woke).
   static constexpr std::chrono::milliseconds kIdleWatch{10};
 
+  // How long one thread at a time spins for a new task before it sleeps.
+  static constexpr std::chrono::microseconds kSpin{50};
+
   void Run();
+  // Spins (mu_ not held) until a task is queued or kSpin has passed; true if one was.
+  bool SpinForTask();
   // Decides (with mu_ held) whether to wake a sleeper; if so, counts it awake.
   bool ShouldWakeLocked(Clock::time_point now);
 
@@ -70,6 +80,8 @@ class ThreadPool final : public Executor {
   int wakeups_ = 0;   // wake-ups granted and not yet consumed
   bool watching_ = false;  // a sleeping thread is the watcher
   bool stopping_ = false;
+  bool spinning_ = false;            // a thread is in SpinForTask
+  std::atomic<size_t> queued_{0};    // tasks_.size(), readable without mu_
   std::vector<std::thread> threads_;
 };
 

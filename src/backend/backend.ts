@@ -29,6 +29,7 @@ export class Backend {
   private readonly log: Logger;
   private readonly startParallelism: number;
   private readonly lastWarning = new Map<string, number>();
+  private readonly replicas = new Map<number, LocalReplica[]>();
 
   constructor(parts: BackendParts) {
     this.topology = parts.topology;
@@ -69,19 +70,19 @@ export class Backend {
     return [...this.disks, this.alien].filter((c) => c.name === name);
   }
 
-  /** The local replicas' groups of a vdisk with their controllers. */
-  localGroups(vdisk: number): Array<{ disk: DiskController; group: () => Group }> {
-    return this.topology.localReplicas(vdisk).map((r) => {
-      const disk = this.byName.get(r.disk)!;
-      return {
-        disk,
-        group: () => {
-          const g = disk.group(vdisk);
-          if (!g) throw errors.diskNotReady(disk.name);
-          return g;
-        },
-      };
-    });
+  /** The local replicas of a vdisk with their controllers (the topology is fixed: built once per vdisk). */
+  localGroups(vdisk: number): readonly LocalReplica[] {
+    let local = this.replicas.get(vdisk);
+    if (local === undefined) {
+      local = this.topology.localReplicas(vdisk).map((r) => new LocalReplica(this.byName.get(r.disk)!, vdisk));
+      this.replicas.set(vdisk, local);
+    }
+    return local;
+  }
+
+  /** Whether alien copies of the vdisk's records may be here (an alien partition of it is open). */
+  holdsAliens(vdisk: number): boolean {
+    return this.alien.isReady && this.alien.servesVdisk(vdisk);
   }
 
   // ------------------------------------------------------------------ puts
@@ -118,8 +119,9 @@ export class Backend {
    * nothing was found and some place could not be read.
    */
   async get(vdisk: number, key: Buffer, source: GetSource = 'all'): Promise<GetResult> {
-    const reads = this.places(vdisk, source).map((p) => p((g) => g.get(key)));
-    const settled = await Promise.allSettled(reads);
+    const places = this.places(vdisk, source);
+    if (places.length === 1) return places[0]((g) => g.get(key));
+    const settled = await Promise.allSettled(places.map((p) => p((g) => g.get(key))));
     let best: GetResult = null;
     let firstError: unknown = null;
     let corruptTs = -1;
@@ -204,5 +206,19 @@ export class Backend {
       }
     }
     return out;
+  }
+}
+
+/** One local replica of a vdisk: its disk controller and, while the disk runs, its group. */
+export class LocalReplica {
+  constructor(
+    readonly disk: DiskController,
+    readonly vdisk: number,
+  ) {}
+
+  group(): Group {
+    const g = this.disk.group(this.vdisk);
+    if (!g) throw errors.diskNotReady(this.disk.name);
+    return g;
   }
 }

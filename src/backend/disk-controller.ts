@@ -161,6 +161,12 @@ export class DiskController {
     return [...this.groups.entries()].map(([k, group]) => ({ owner: k.slice(0, k.lastIndexOf('/')), group }));
   }
 
+  /** Whether an open group serves the vdisk (for the alien controller: any owner's). */
+  servesVdisk(vdisk: number): boolean {
+    for (const g of this.groups.values()) if (g.vdisk === vdisk) return true;
+    return false;
+  }
+
   allGroups(): Group[] {
     return [...this.groups.values()];
   }

@@ -11,8 +11,10 @@ import { Holder } from './holder';
 import { parsePartitionName, partitionDirName, partitionStart } from './partition';
 
 /** What a group reports about its engines (metrics hang on it). */
+type DataOperation = 'put' | 'get' | 'exist' | 'delete';
+
 export interface StorageObserver {
-  engine(operation: 'put' | 'get' | 'exist' | 'delete', outcome: 'ok' | 'not_found' | 'error', bytes: number): void;
+  engine(operation: DataOperation, outcome: 'ok' | 'not_found' | 'error', bytes: number): void;
   corrupt(records: number): void;
 }
 
@@ -47,13 +49,24 @@ type State = 'stopped' | 'running' | 'remounting';
 
 export class Group {
   // Newest partition first; ties of equal start keep directory name order.
-  private holders: Holder[] = [];
+  private _holders: Holder[] = [];
+  // Their engines in the same order, as every read passes them to the addon.
+  private engines: Engine[] = [];
   private state: State = 'stopped';
   private inflight = 0;
   private drained: (() => void) | null = null;
   private creating = new Map<string, Promise<Holder>>();
 
   constructor(readonly options: GroupOptions) {}
+
+  private get holders(): Holder[] {
+    return this._holders;
+  }
+
+  private set holders(holders: Holder[]) {
+    this._holders = holders;
+    this.engines = holders.map((h) => h.engine);
+  }
 
   get vdisk(): number {
     return this.options.vdisk;
@@ -105,45 +118,49 @@ export class Group {
 
   // ------------------------------------------------------------------ data
 
+  // The data operations run in one async frame each (enter/failure/leave
+  // rather than nested guard closures): they are the hot path of every request.
+
   async put(key: Buffer, timestamp: number, value: Buffer): Promise<void> {
-    await this.guard(() =>
-      this.observed('put', async () => {
-        const h = await this.holderFor(timestamp);
-        await h.write((e) => e.put(key, timestamp, value));
-        return value.length;
-      }),
-    );
+    this.enter();
+    try {
+      const h = await this.holderFor(timestamp);
+      await h.write((e) => e.put(key, timestamp, value));
+      this.options.observer?.engine('put', 'ok', value.length);
+    } catch (err) {
+      throw this.failure('put', err);
+    } finally {
+      this.leave();
+    }
   }
 
   /** The newest record of key across all partitions (tombstones included). */
   async get(key: Buffer): Promise<GetResult> {
-    return this.guard(async () => {
-      if (this.holders.length === 0) return null;
-      let result: GetResult = null;
-      await this.observed('get', async () => {
-        result = await Engine.getNewest(
-          this.holders.map((h) => h.engine),
-          key,
-        );
-        return result?.kind === 'found' ? result.value.length : result === null ? -1 : 0;
-      });
-      return result;
-    });
+    this.enter();
+    try {
+      if (this.engines.length === 0) return null;
+      const r = await Engine.getNewest(this.engines, key);
+      this.options.observer?.engine('get', r === null ? 'not_found' : 'ok', r?.kind === 'found' ? r.value.length : 0);
+      return r;
+    } catch (err) {
+      throw this.failure('get', err);
+    } finally {
+      this.leave();
+    }
   }
 
   async exists(keys: Buffer[]): Promise<LookupResult[]> {
-    return this.guard(async () => {
-      if (this.holders.length === 0) return keys.map(() => null);
-      let result: LookupResult[] = [];
-      await this.observed('exist', async () => {
-        result = await Engine.lookupNewest(
-          this.holders.map((h) => h.engine),
-          keys,
-        );
-        return 0;
-      });
-      return result;
-    });
+    this.enter();
+    try {
+      if (this.engines.length === 0) return keys.map(() => null);
+      const r = await Engine.lookupNewest(this.engines, keys);
+      this.options.observer?.engine('exist', 'ok', 0);
+      return r;
+    } catch (err) {
+      throw this.failure('exist', err);
+    } finally {
+      this.leave();
+    }
   }
 
   /**
@@ -152,15 +169,23 @@ export class Group {
    * survives detaching or deleting the newer partition (bob's forced delete).
    */
   async delete(key: Buffer, timestamp: number): Promise<void> {
-    await this.guard(() => this.observed('delete', () => this.deleteIn(key, timestamp)));
+    this.enter();
+    try {
+      await this.deleteIn(key, timestamp);
+      this.options.observer?.engine('delete', 'ok', 0);
+    } catch (err) {
+      throw this.failure('delete', err);
+    } finally {
+      this.leave();
+    }
   }
 
-  private async deleteIn(key: Buffer, timestamp: number): Promise<number> {
+  private async deleteIn(key: Buffer, timestamp: number): Promise<void> {
     const h = await this.holderFor(timestamp);
     await h.write((e) => e.delete(key, timestamp));
     // Sealed partitions are about to be removed: the tombstone in `h` covers them.
     const older = this.holders.filter((o) => o.start < h.start && !o.sealed);
-    if (older.length === 0) return 0;
+    if (older.length === 0) return;
     const found = await Promise.all(older.map((o) => o.engine.exists([key])));
     await Promise.all(
       older.map((o, i) => {
@@ -169,7 +194,6 @@ export class Group {
         return o.write((e) => e.delete(key, timestamp));
       }),
     );
-    return 0;
   }
 
   // ------------------------------------------------------------ partitions
@@ -288,43 +312,50 @@ export class Group {
 
   // --------------------------------------------------------------- helpers
 
-  /**
-   * Reports an engine operation to the observer: `fn` resolves with the value
-   * bytes it moved (-1: nothing found). A damaged record is logged and counted.
-   */
-  private async observed(operation: 'put' | 'get' | 'exist' | 'delete', fn: () => Promise<number>): Promise<void> {
-    const observer = this.options.observer;
-    try {
-      const bytes = await fn();
-      observer?.engine(operation, bytes < 0 ? 'not_found' : 'ok', Math.max(0, bytes));
-    } catch (err) {
-      observer?.engine(operation, 'error', 0);
-      if (isEngineError(err, EngineErrorCode.corruption) || isOysterError(err, 'Corruption')) {
-        observer?.corrupt(1);
-        this.log.error({ vdisk: this.vdisk, dir: this.options.dir, err: (err as Error).message }, 'damaged record: read refused');
-      }
-      throw err;
-    }
-  }
-
   private get log(): Logger {
     return this.options.log ?? silentLogger;
   }
 
-  /** Runs an operation unless the group is stopped or remounting, and lets stop/remount wait for it. */
-  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+  /** Counts an operation in flight (stop and remount wait for it); refuses it unless the group is running. */
+  private enter(): void {
     if (this.state !== 'running') {
       throw errors.unavailable(`vdisk ${this.vdisk} at ${this.options.dir} is ${this.state === 'remounting' ? 'remounting' : 'not running'}`);
     }
     this.inflight++;
+  }
+
+  private leave(): void {
+    if (--this.inflight === 0 && this.drained) this.drained();
+  }
+
+  /**
+   * The error an operation fails with: engine closing and corruption become
+   * node errors; I/O errors go up unchanged (the disk controller classifies
+   * them). A data operation's failure is reported, a damaged record logged.
+   */
+  private failure(operation: DataOperation | null, err: unknown): unknown {
+    const corrupt = isEngineError(err, EngineErrorCode.corruption) || isOysterError(err, 'Corruption');
+    if (operation !== null) {
+      this.options.observer?.engine(operation, 'error', 0);
+      if (corrupt) {
+        this.options.observer?.corrupt(1);
+        this.log.error({ vdisk: this.vdisk, dir: this.options.dir, err: (err as Error).message }, 'damaged record: read refused');
+      }
+    }
+    if (isEngineError(err, EngineErrorCode.closed)) return errors.unavailable(`vdisk ${this.vdisk} is closing`);
+    if (isEngineError(err, EngineErrorCode.corruption)) return errors.corruption(err.message, err.timestamp);
+    return err;
+  }
+
+  /** Runs a partition operation as enter/failure/leave do for the data operations. */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    this.enter();
     try {
       return await fn();
     } catch (err) {
-      if (isEngineError(err, EngineErrorCode.closed)) throw errors.unavailable(`vdisk ${this.vdisk} is closing`);
-      if (isEngineError(err, EngineErrorCode.corruption)) throw errors.corruption(err.message, err.timestamp);
-      throw err; // I/O errors go up unchanged: the disk controller classifies them
+      throw this.failure(null, err);
     } finally {
-      if (--this.inflight === 0 && this.drained) this.drained();
+      this.leave();
     }
   }
 

@@ -126,7 +126,7 @@ export class Grinder implements DataApi {
     const targets = this.topology.targetNodes(vdisk);
     const self = this.topology.self.name;
     const reads = targets.map((n) => this.node(n).get(key, 'normal'));
-    if (this.parts.policy === 'quorum') reads.push(this.parts.local.get(key, 'alien'));
+    if (this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk)) reads.push(this.parts.local.get(key, 'alien'));
     const settled = await Promise.allSettled(reads);
     let newest = newestVersion(settled);
     if (newest === null && this.parts.policy === 'quorum') {
@@ -159,7 +159,7 @@ export class Grinder implements DataApi {
       [...byVdisk].map(async ([vdisk, idx]) => {
         const subset = idx.map((i) => keys[i]);
         const asks = this.topology.targetNodes(vdisk).map((n) => this.node(n).exist(subset, this.parts.policy === 'simple' ? 'all' : 'normal'));
-        if (this.parts.policy === 'quorum') asks.push(this.parts.local.exist(subset, 'alien'));
+        if (this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk)) asks.push(this.parts.local.exist(subset, 'alien'));
         const answers = await Promise.allSettled(asks);
         idx.forEach((keyIndex, j) => {
           const states = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value[j]] : []));

@@ -32,6 +32,11 @@ export class LocalNode implements NodeApi {
     for (const owner of new Set(remoteNodes)) await this.backend.putAlien(owner, vdisk, key, timestamp, value);
   }
 
+  /** Whether alien copies of the vdisk's records may be held here; reads skip the alien directory otherwise. */
+  holdsAliens(vdisk: number): boolean {
+    return this.backend.holdsAliens(vdisk);
+  }
+
   async get(key: Buffer, source: GetSource): Promise<Version | null> {
     return this.backend.get(this.vdisk(key), key, source);
   }

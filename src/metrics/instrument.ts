@@ -6,6 +6,7 @@ import { isOysterError } from '../backend/errors';
 import { StorageObserver } from '../backend/group';
 import { DataApi } from '../cluster/data-api';
 import { NodeApi } from '../cluster/node-api';
+import { secondsSince } from './hot';
 import { Interface, NodeMetrics, Outcome, RequestPath } from './registry';
 
 export function outcomeOf(err: unknown): Outcome {
@@ -26,7 +27,7 @@ type Recorder = <T>(operation: string, run: () => Promise<T>, found?: (v: T) => 
 
 function recorder(m: NodeMetrics, iface: Interface, path: RequestPath): Recorder {
   return async (operation, run, found) => {
-    const end = m.requestDuration.startTimer({ interface: iface, operation, path });
+    const start = performance.now();
     let outcome: Outcome = 'ok';
     try {
       const v = await run();
@@ -36,8 +37,8 @@ function recorder(m: NodeMetrics, iface: Interface, path: RequestPath): Recorder
       outcome = outcomeOf(err);
       throw err;
     } finally {
-      end();
-      m.requests.inc({ interface: iface, operation, path, outcome });
+      m.requestDuration.child(iface, operation, path).observe(secondsSince(start));
+      m.requests.child(iface, operation, path, outcome).inc();
     }
   };
 }
@@ -68,17 +69,19 @@ export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
 /** The PeerClient hook: one call to a peer finished. */
 export function peerObserver(m: NodeMetrics, peer: string) {
   return (operation: string, err: unknown, seconds: number): void => {
-    m.peerRequests.inc({ peer, operation, outcome: err === null ? 'ok' : outcomeOf(err) });
-    m.peerDuration.observe({ peer, operation }, seconds);
+    m.peerRequests.child(peer, operation, err === null ? 'ok' : outcomeOf(err)).inc();
+    m.peerDuration.child(peer, operation).observe(seconds);
   };
 }
 
 /** The Group hook: engine operations, bytes and damaged records. */
 export function storageObserver(m: NodeMetrics, disk: string): StorageObserver {
+  const written = m.engineBytes.child('written');
+  const read = m.engineBytes.child('read');
   return {
     engine(operation, outcome, bytes) {
-      m.engineOperations.inc({ operation, outcome });
-      if (bytes > 0) m.engineBytes.inc({ direction: operation === 'put' ? 'written' : 'read' }, bytes);
+      m.engineOperations.child(operation, outcome).inc();
+      if (bytes > 0) (operation === 'put' ? written : read).inc(bytes);
     },
     corrupt(records) {
       m.corruptRecords.inc({ disk }, records);

@@ -3,9 +3,10 @@
 // Request metrics keep bob's split between coordinated requests
 // (cluster_grinder.* in bob) and requests served from this node's own
 // storage (client.* in bob) in the `path` label.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot';
 
-const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export type Interface = 'rest' | 'grpc';
 export type RequestPath = 'coordinated' | 'local';
@@ -13,18 +14,18 @@ export type Outcome = 'ok' | 'not_found' | 'invalid' | 'unavailable' | 'error';
 
 export interface NodeMetrics {
   registry: Registry;
-  restRequests: Counter<'method' | 'route' | 'status'>;
-  restDuration: Histogram<'method' | 'route'>;
+  restRequests: HotCounter<'method' | 'route' | 'status'>;
+  restDuration: HotHistogram<'method' | 'route'>;
   /** Data operations by interface, operation, coordinated or local path, and outcome. */
-  requests: Counter<'interface' | 'operation' | 'path' | 'outcome'>;
-  requestDuration: Histogram<'interface' | 'operation' | 'path'>;
+  requests: HotCounter<'interface' | 'operation' | 'path' | 'outcome'>;
+  requestDuration: HotHistogram<'interface' | 'operation' | 'path'>;
   /** Calls this node makes to its peers. */
-  peerRequests: Counter<'peer' | 'operation' | 'outcome'>;
-  peerDuration: Histogram<'peer' | 'operation'>;
+  peerRequests: HotCounter<'peer' | 'operation' | 'outcome'>;
+  peerDuration: HotHistogram<'peer' | 'operation'>;
   peerUp: Gauge<'peer'>;
   /** Engine operations (per partition engine call) and the value bytes they moved. */
-  engineOperations: Counter<'operation' | 'outcome'>;
-  engineBytes: Counter<'direction'>;
+  engineOperations: HotCounter<'operation' | 'outcome'>;
+  engineBytes: HotCounter<'direction'>;
   corruptRecords: Counter<'disk'>;
   diskReady: Gauge<'disk' | 'alien'>;
   aliensHandedOver: Counter<'owner'>;
@@ -55,39 +56,39 @@ export function createMetrics(nodeName: string): NodeMetrics {
   });
   return {
     registry,
-    restRequests: new Counter({
+    restRequests: new HotCounter({
       name: 'oyster_rest_requests_total',
       help: 'REST requests by method, route pattern and status code',
       labelNames: ['method', 'route', 'status'],
       registers,
     }),
-    restDuration: new Histogram({
+    restDuration: new HotHistogram({
       name: 'oyster_rest_request_duration_seconds',
       help: 'REST request latency by method and route pattern',
       labelNames: ['method', 'route'],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    requests: new Counter({
+    requests: new HotCounter({
       name: 'oyster_requests_total',
       help: 'Data operations by interface (rest, grpc), operation, path (coordinated by this node, or local: served from its own storage) and outcome',
       labelNames: ['interface', 'operation', 'path', 'outcome'],
       registers,
     }),
-    requestDuration: new Histogram({
+    requestDuration: new HotHistogram({
       name: 'oyster_request_duration_seconds',
       help: 'Data operation latency by interface, operation and path',
       labelNames: ['interface', 'operation', 'path'],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    peerRequests: new Counter({
+    peerRequests: new HotCounter({
       name: 'oyster_peer_requests_total',
       help: 'Calls to other nodes by peer, operation and outcome',
       labelNames: ['peer', 'operation', 'outcome'],
       registers,
     }),
-    peerDuration: new Histogram({
+    peerDuration: new HotHistogram({
       name: 'oyster_peer_request_duration_seconds',
       help: 'Latency of calls to other nodes by peer and operation',
       labelNames: ['peer', 'operation'],
@@ -100,13 +101,13 @@ export function createMetrics(nodeName: string): NodeMetrics {
       labelNames: ['peer'],
       registers,
     }),
-    engineOperations: new Counter({
+    engineOperations: new HotCounter({
       name: 'oyster_engine_operations_total',
       help: 'Storage engine operations (one per partition written or read) by operation and outcome',
       labelNames: ['operation', 'outcome'],
       registers,
     }),
-    engineBytes: new Counter({
+    engineBytes: new HotCounter({
       name: 'oyster_engine_bytes_total',
       help: 'Value bytes written to and read from the storage engine',
       labelNames: ['direction'],
