@@ -47,18 +47,19 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
   size_t n = 0;
   Status s = file_->Read(e.offset, total, buf.get(), &n);
   if (!s.ok()) return s;
-  const std::string where = file_->path() + " at offset " + std::to_string(e.offset);
-  if (n != total) return Status::Corruption("record truncated in " + where);
+  // Built only for a failure: every successful read would pay for the string.
+  auto damaged = [&](const char* what) {
+    return Status::Corruption(std::string(what) + " in " + file_->path() + " at offset " + std::to_string(e.offset));
+  };
+  if (n != total) return damaged("record truncated");
   RecordHeader h;
-  if (!DecodeRecordHeader(buf.get(), key_size, e.offset, &h)) {
-    return Status::Corruption("record header damaged in " + where);
-  }
+  if (!DecodeRecordHeader(buf.get(), key_size, e.offset, &h)) return damaged("record header damaged");
   if (std::memcmp(h.key, key, key_size) != 0 || h.timestamp != e.timestamp ||
       h.value_size != e.value_size) {
-    return Status::Corruption("index entry does not match the record in " + where);
+    return damaged("index entry does not match the record");
   }
   if (!RecordValueCrcMatches(buf.get(), key_size, buf.get() + hsize, e.value_size, h.record_crc)) {
-    return Status::Corruption("record checksum mismatch in " + where);
+    return damaged("record checksum mismatch");
   }
   out->storage = std::move(buf);
   out->value_offset = hsize;
