@@ -23,6 +23,8 @@ export interface BobServiceParts {
   keySize: number;
   auth: Authenticator;
   log: Logger;
+  /** Called once per answered call with the status code's name (metrics hang on it). */
+  onAnswer?: (method: string, code: string) => void;
 }
 
 class BadRequest extends Error {}
@@ -117,8 +119,13 @@ async function authorizeCall(auth: Authenticator, name: string, call: grpc.Serve
 }
 
 function unary<Req, Res>(parts: BobServiceParts, name: string, handler: Handler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
-  const { log, auth } = parts;
-  return (call, callback) => {
+  const { log, auth, onAnswer } = parts;
+  return (call, answer) => {
+    // Every way out passes here, refusals before the handler included.
+    const callback: grpc.sendUnaryData<Res> = (err, value, trailer) => {
+      onAnswer?.(name, grpc.status[err ? (err.code ?? grpc.status.UNKNOWN) : grpc.status.OK]);
+      answer(err, value, trailer);
+    };
     const undecodable = (call.request as Partial<Undecodable> | null)?.[UNDECODABLE];
     if (undecodable !== undefined) {
       callback(invalidArgument(`malformed ${name} request: ${undecodable}`));

@@ -16,6 +16,8 @@ export interface NodeMetrics {
   registry: Registry;
   restRequests: HotCounter<'method' | 'route' | 'status'>;
   restDuration: HotHistogram<'method' | 'route'>;
+  /** Every gRPC call answered, refused and malformed ones included, by method and status code name. */
+  grpcRequests: HotCounter<'method' | 'code'>;
   /** Data operations by interface, operation, coordinated or local path, and outcome. */
   requests: HotCounter<'interface' | 'operation' | 'path' | 'outcome'>;
   requestDuration: HotHistogram<'interface' | 'operation' | 'path'>;
@@ -67,6 +69,12 @@ export function createMetrics(nodeName: string): NodeMetrics {
       help: 'REST request latency by method and route pattern',
       labelNames: ['method', 'route'],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    grpcRequests: new HotCounter({
+      name: 'oyster_grpc_requests_total',
+      help: 'gRPC calls by method and status code (OK, NOT_FOUND, INVALID_ARGUMENT, ...), refused and malformed ones included',
+      labelNames: ['method', 'code'],
       registers,
     }),
     requests: new HotCounter({

@@ -140,6 +140,7 @@ export class OysterNode {
         keySize: config.cluster.keySize,
         auth,
         log,
+        onAnswer: (method, code) => this.metrics.grpcRequests.child(method, code).inc(),
       }),
       {
         address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),

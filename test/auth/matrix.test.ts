@@ -149,6 +149,8 @@ t.test('permission matrix with authentication_type Basic', async (t) => {
       if ((id.grants & need) === need) return 'allowed';
       return `PERMISSION_DENIED ${need === W ? 'WRITE' : 'READ'} permission required`;
     };
+    const before = (await call(node.url, 'GET', '/metrics')).text;
+    const refusals = new Map<string, number>(); // "Put PERMISSION_DENIED" -> calls expected so
     for (const id of who.grpc) {
       const got: string[] = [];
       const want: string[] = [];
@@ -165,8 +167,17 @@ t.test('permission matrix with authentication_type Basic', async (t) => {
         );
         got.push(`${m.name} -> ${outcome}`);
         want.push(`${m.name} -> ${expected(id, m.need)}`);
+        const code = expected(id, m.need).split(' ')[0];
+        if (code !== 'allowed') refusals.set(`${m.name} ${code}`, (refusals.get(`${m.name} ${code}`) ?? 0) + 1);
       }
       t.same(got, want, id.label);
+    }
+    const after = (await call(node.url, 'GET', '/metrics')).text;
+    t.ok(refusals.size >= 3, 'the matrix refuses in every way');
+    for (const [what, n] of refusals) {
+      const [method, code] = what.split(' ');
+      const labels = { method, code };
+      t.equal(sample(after, 'oyster_grpc_requests_total', labels) - sample(before, 'oyster_grpc_requests_total', labels), n, `refusals are counted: ${what}`);
     }
   });
 

@@ -64,6 +64,8 @@ t.test('metrics of a running node', async (t) => {
   await grpcClient.delete(keyBytes(102, KEY_SIZE), ts + 1);
   await grpcClient.put(keyBytes(200, KEY_SIZE), value(200), ts, { force_node: true });
   t.equal((await grpcClient.get(keyBytes(200, KEY_SIZE), { force_node: true })).data.toString(), value(200).toString());
+  // Refused before any handler runs: bytes that are no PutRequest.
+  t.equal((await failure(grpcClient.callRaw('/bob_storage.BobApi/Put', Buffer.from([0xff, 0xff, 0xff])))).code, Status.INVALID_ARGUMENT);
 
   const after = await scrape(`${rest()}/metrics`);
   const moved = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
@@ -89,6 +91,16 @@ t.test('metrics of a running node', async (t) => {
     t.equal(moved('oyster_rest_requests_total', { method: 'POST', route: '/data/:key', status: '201' }), 16, 'REST requests by route pattern and status');
     t.equal(moved('oyster_rest_requests_total', { method: 'GET', route: '/data/:key', status: '404' }), 2);
     t.equal(moved('oyster_rest_request_duration_seconds_count', { method: 'GET', route: '/data/:key' }), 18);
+  });
+
+  t.test('gRPC calls by method and status code, refusals included', async (t) => {
+    const grpcCalls = (method: string, code: string) => moved('oyster_grpc_requests_total', { method, code });
+    t.equal(grpcCalls('Put', 'OK'), 4, 'puts, coordinated and force_node');
+    t.equal(grpcCalls('Get', 'OK'), 3, 'gets, coordinated and force_node');
+    t.equal(grpcCalls('Get', 'NOT_FOUND'), 1, 'get of a missing key');
+    t.equal(grpcCalls('Exist', 'OK'), 1);
+    t.equal(grpcCalls('Delete', 'OK'), 1);
+    t.equal(grpcCalls('Put', 'INVALID_ARGUMENT'), 1, 'the undecodable put');
   });
 
   t.test('engine operations and bytes', async (t) => {
