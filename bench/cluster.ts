@@ -10,10 +10,9 @@
 // values. Per setup and interface: `--keys` PUTs of new keys, then `--ops`
 // GETs of random stored keys (after a short warm-up). Prints a markdown table.
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
-import { BobClient } from '../test/helpers/grpc-client';
-import { arg, benchDir, fmt, machine, table } from './lib';
+import { BobClient, keyBytes } from '../test/helpers/grpc-client';
 import fs from 'node:fs';
-import http from 'node:http';
+import { arg, benchDir, fmt, machine, Phase, restClient, sequence, table, timedWindow } from './lib';
 
 const KEYS = arg('keys', 20_000);
 const OPS = arg('ops', 20_000);
@@ -21,93 +20,7 @@ const CONCURRENCY = arg('concurrency', 64);
 const VALUE = 1024;
 const KEY_SIZE = 16;
 
-interface Phase {
-  ops: number;
-  seconds: number;
-  p50: number;
-  p99: number;
-}
-
-/** `total` operations with CONCURRENCY in flight; latencies in ms. */
-async function phase(total: number, fn: (i: number) => Promise<void>): Promise<Phase> {
-  const lat = new Float64Array(total);
-  let next = 0;
-  const start = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, total) }, async () => {
-      while (next < total) {
-        const i = next++;
-        const t0 = process.hrtime.bigint();
-        await fn(i);
-        lat[i] = Number(process.hrtime.bigint() - t0) / 1e6;
-      }
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  lat.sort();
-  return { ops: total, seconds, p50: lat[Math.floor(total * 0.5)], p99: lat[Math.floor(total * 0.99)] };
-}
-
-/** A fixed pseudo-random sequence in [0, n). */
-function sequence(count: number, n: number, seed: number): Uint32Array {
-  const out = new Uint32Array(count);
-  let x = seed;
-  for (let i = 0; i < count; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = (x >>> 0) % n;
-  }
-  return out;
-}
-
 const values = Array.from({ length: 256 }, (_, i) => Buffer.alloc(VALUE, i));
-
-function keyBytes(n: number): Buffer {
-  const k = Buffer.alloc(KEY_SIZE);
-  k.writeUInt32LE(n >>> 0, 0);
-  return k;
-}
-
-type Send = (method: 'GET' | 'POST', path: string, body?: Buffer) => Promise<{ status: number; bytes: number }>;
-
-interface UndiciPool {
-  request(o: { path: string; method: string; body?: Buffer }): Promise<{ statusCode: number; body: { arrayBuffer(): Promise<ArrayBuffer> } }>;
-  close(): Promise<void>;
-}
-
-/** A keep-alive REST client: undici's Pool when it can be loaded (cheaper per request), else node:http. */
-function restClient(url: string, connections: number): { send: Send; close: () => Promise<void> } {
-  try {
-    // Not a dependency of Oyster: used when present (tap brings it), as bench/http.ts does.
-    const { Pool } = require('undici') as { Pool: new (origin: string, o: { connections: number; pipelining: number }) => UndiciPool };
-    const pool = new Pool(url, { connections, pipelining: 1 });
-    return {
-      send: async (method, p, body) => {
-        const res = await pool.request({ path: p, method, body });
-        return { status: res.statusCode, bytes: (await res.body.arrayBuffer()).byteLength };
-      },
-      close: () => pool.close(),
-    };
-  } catch {
-    const u = new URL(url);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-    return {
-      send: (method, p, body) =>
-        new Promise((resolve, reject) => {
-          const req = http.request({ agent, host: u.hostname, port: u.port, method, path: p, headers: body ? { 'Content-Length': body.length } : {} }, (res) => {
-            let bytes = 0;
-            res.on('data', (c: Buffer) => (bytes += c.length));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
-            res.on('error', reject);
-          });
-          req.on('error', reject);
-          req.end(body);
-        }),
-      close: async () => agent.destroy(),
-    };
-  }
-}
 
 interface Setup {
   label: string;
@@ -149,23 +62,23 @@ async function measure(setup: Setup): Promise<Result> {
       if (r.status !== 200 || r.bytes !== VALUE) throw new Error(`GET /data/${k}: ${r.status}, ${r.bytes} bytes`);
     };
     // gRPC keys live above the REST ones.
-    const grpcPutKey = (k: number, i: number) => via(grpc, i).put(keyBytes(KEYS + k), values[k & 0xff], now());
+    const grpcPutKey = (k: number, i: number) => via(grpc, i).put(keyBytes(KEYS + k, KEY_SIZE), values[k & 0xff], now());
     const grpcGetKey = async (k: number, i: number) => {
-      const b = await via(grpc, i).get(keyBytes(KEYS + k));
+      const b = await via(grpc, i).get(keyBytes(KEYS + k, KEY_SIZE));
       if (b.data.length !== VALUE) throw new Error(`Get ${KEYS + k}: ${b.data.length} bytes`);
     };
 
     // Warm-up (JIT, connections), on keys that are not measured.
     const warm = Math.min(2000, KEYS);
-    await phase(warm, (i) => restPutKey(10 * KEYS + i, i));
-    await phase(warm, (i) => grpcPutKey(10 * KEYS + i, i));
-    await phase(warm, (i) => restGetKey(10 * KEYS + (i % warm), i));
+    await timedWindow(warm, CONCURRENCY, (i) => restPutKey(10 * KEYS + i, i));
+    await timedWindow(warm, CONCURRENCY, (i) => grpcPutKey(10 * KEYS + i, i));
+    await timedWindow(warm, CONCURRENCY, (i) => restGetKey(10 * KEYS + (i % warm), i));
 
-    const restPut = await phase(KEYS, (i) => restPutKey(i, i));
+    const restPut = await timedWindow(KEYS, CONCURRENCY, (i) => restPutKey(i, i));
     const reads = sequence(OPS, KEYS, 88172645);
-    const restGet = await phase(OPS, (i) => restGetKey(reads[i], i));
-    const grpcPut = await phase(KEYS, (i) => grpcPutKey(i, i));
-    const grpcGet = await phase(OPS, (i) => grpcGetKey(reads[i], i));
+    const restGet = await timedWindow(OPS, CONCURRENCY, (i) => restGetKey(reads[i], i));
+    const grpcPut = await timedWindow(KEYS, CONCURRENCY, (i) => grpcPutKey(i, i));
+    const grpcGet = await timedWindow(OPS, CONCURRENCY, (i) => grpcGetKey(reads[i], i));
     await Promise.all(rest.map((c) => c.close()));
     for (const g of grpc) g.close();
     return { restPut, restGet, grpcPut, grpcGet };

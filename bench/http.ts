@@ -12,10 +12,9 @@
 // request than node:http, which matters on a small machine), else node:http.
 import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
-import { arg, benchDir, fmt, machine, table } from './lib';
+import { arg, benchDir, fmt, machine, Phase, restClient, Send, sequence, table, timedWindow } from './lib';
 
 const KEYS = arg('keys', 100_000);
 const GETS = arg('gets', 100_000);
@@ -25,65 +24,7 @@ const ROUNDS = arg('rounds', 2);
 const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
 const VALUE = 1024;
 
-interface Answer {
-  status: number;
-  bytes: number;
-}
-
-/** Sends one request and reads the whole answer. */
-type Send = (method: 'GET' | 'POST', path: string, body?: Buffer) => Promise<Answer>;
-
-interface UndiciPool {
-  request(o: { path: string; method: string; body?: Buffer }): Promise<{ statusCode: number; body: { arrayBuffer(): Promise<ArrayBuffer> } }>;
-  close(): Promise<void>;
-}
-
-function undiciClient(url: string): { send: Send; close: () => Promise<void> } | null {
-  let Pool: new (origin: string, o: { connections: number; pipelining: number }) => UndiciPool;
-  try {
-    // Not a dependency of Oyster: used when present (tap brings it), declared nowhere.
-    ({ Pool } = require('undici') as { Pool: typeof Pool });
-  } catch {
-    return null;
-  }
-  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
-  return {
-    send: async (method, p, body) => {
-      const res = await pool.request({ path: p, method, body });
-      const b = await res.body.arrayBuffer();
-      return { status: res.statusCode, bytes: b.byteLength };
-    },
-    close: () => pool.close(),
-  };
-}
-
-function httpClient(url: string): { send: Send; close: () => Promise<void> } {
-  const u = new URL(url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  return {
-    send: (method, p, body) =>
-      new Promise((resolve, reject) => {
-        const req = http.request(
-          { agent, host: u.hostname, port: u.port, method, path: p, headers: body ? { 'Content-Length': body.length } : {} },
-          (res) => {
-            let bytes = 0;
-            res.on('data', (c: Buffer) => (bytes += c.length));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
-            res.on('error', reject);
-          },
-        );
-        req.on('error', reject);
-        req.end(body);
-      }),
-    close: async () => agent.destroy(),
-  };
-}
-
-interface Phase {
-  ops: number;
-  seconds: number;
-  p50: number;
-  p99: number;
+interface ServerPhase extends Phase {
   /** CPU time of the server process (all its threads) per request, µs. */
   cpuUs: number;
 }
@@ -101,60 +42,32 @@ function cpuSeconds(pid: number): number {
   }
 }
 
-/** `total` requests with CONCURRENCY in flight against the server `pid`; latencies in ms. */
-async function phase(pid: number, total: number, fn: (i: number) => Promise<void>): Promise<Phase> {
-  const lat = new Float64Array(total);
+/** `total` requests with CONCURRENCY in flight against the server `pid`. */
+async function phase(pid: number, total: number, fn: (i: number) => Promise<void>): Promise<ServerPhase> {
   const cpu0 = cpuSeconds(pid);
-  let next = 0;
-  const start = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, total) }, async () => {
-      while (next < total) {
-        const i = next++;
-        const t0 = process.hrtime.bigint();
-        await fn(i);
-        lat[i] = Number(process.hrtime.bigint() - t0) / 1e6;
-      }
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  const cpuUs = ((cpuSeconds(pid) - cpu0) / total) * 1e6;
-  lat.sort();
-  return { ops: total, seconds, p50: lat[Math.floor(total * 0.5)], p99: lat[Math.floor(total * 0.99)], cpuUs };
-}
-
-// A fixed pseudo-random sequence of key numbers.
-function keySequence(n: number, seed: number): Uint32Array {
-  const out = new Uint32Array(n);
-  let x = seed;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = (x >>> 0) % KEYS;
-  }
-  return out;
+  const p = await timedWindow(total, CONCURRENCY, fn);
+  return { ...p, cpuUs: ((cpuSeconds(pid) - cpu0) / total) * 1e6 };
 }
 
 const values = Array.from({ length: 256 }, (_, i) => Buffer.alloc(VALUE, i));
 
-async function load(pid: number, send: Send): Promise<Phase> {
+async function load(pid: number, send: Send): Promise<ServerPhase> {
   return phase(pid, KEYS, async (i) => {
     const r = await send('POST', `/data/${i}`, values[i & 0xff]);
     if (r.status !== 201) throw new Error(`POST /data/${i}: ${r.status}`);
   });
 }
 
-async function gets(pid: number, send: Send, seed: number, n: number): Promise<Phase> {
-  const keys = keySequence(n, seed);
+async function gets(pid: number, send: Send, seed: number, n: number): Promise<ServerPhase> {
+  const keys = sequence(n, KEYS, seed);
   return phase(pid, n, async (i) => {
     const r = await send('GET', `/data/${keys[i]}`);
     if (r.status !== 200 || r.bytes !== VALUE) throw new Error(`GET /data/${keys[i]}: ${r.status}, ${r.bytes} bytes`);
   });
 }
 
-async function posts(pid: number, send: Send, seed: number, n: number): Promise<Phase> {
-  const keys = keySequence(n, seed);
+async function posts(pid: number, send: Send, seed: number, n: number): Promise<ServerPhase> {
+  const keys = sequence(n, KEYS, seed);
   return phase(pid, n, async (i) => {
     const r = await send('POST', `/data/${keys[i]}`, values[keys[i] & 0xff]);
     if (r.status !== 201) throw new Error(`POST /data/${keys[i]}: ${r.status}`);
@@ -182,21 +95,21 @@ async function main(): Promise<void> {
       { url: oyster.url, pid: oyster.child.pid! },
       { url: c.url, pid: c.child.pid! },
     ];
-    const clients = targets.map((t) => ({ ...((CLIENT === 'undici' ? undiciClient(t.url) : null) ?? httpClient(t.url)), pid: t.pid }));
-    const clientName = CLIENT === 'undici' && undiciClient(c.url) ? 'undici Pool' : 'node:http Agent';
+    const clients = targets.map((t) => ({ ...restClient(t.url, CONCURRENCY, CLIENT === 'undici'), pid: t.pid }));
+    const clientName = clients[0].name;
     console.log(`# REST data API benchmark\n\n${machine()}`);
     console.log(
       `client: ${clientName} in one process, ${CONCURRENCY} keep-alive connections; ${fmt(KEYS)} keys of ${VALUE} B loaded, then ` +
         `${fmt(GETS)} GETs and ${fmt(POSTS)} POSTs per round, ${ROUNDS} round(s), best round counts; oysterd: 1 node, 1 disk, 4 vdisks, defaults\n`,
     );
 
-    const loads: Phase[] = [];
+    const loads: ServerPhase[] = [];
     for (const cl of clients) loads.push(await load(cl.pid, cl.send));
     // Warm-up: JIT and caches of both servers.
     for (const cl of clients) await gets(cl.pid, cl.send, 7, Math.min(20_000, GETS));
 
-    const best = targets.map(() => ({ get: null as Phase | null, post: null as Phase | null }));
-    const better = (a: Phase | null, b: Phase) => (a === null || b.ops / b.seconds > a.ops / a.seconds ? b : a);
+    const best = targets.map(() => ({ get: null as ServerPhase | null, post: null as ServerPhase | null }));
+    const better = (a: ServerPhase | null, b: ServerPhase) => (a === null || b.ops / b.seconds > a.ops / a.seconds ? b : a);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [i, cl] of clients.entries()) best[i].get = better(best[i].get, await gets(cl.pid, cl.send, 1000 + round, GETS));
       for (const [i, cl] of clients.entries()) best[i].post = better(best[i].post, await posts(cl.pid, cl.send, 2000 + round, POSTS));
@@ -208,7 +121,7 @@ async function main(): Promise<void> {
       ['GET 1 KiB', (i: number) => best[i].get!],
       ['POST 1 KiB', (i: number) => best[i].post!],
       ['POST 1 KiB (initial load)', (i: number) => loads[i]],
-    ] as Array<[string, (i: number) => Phase]>) {
+    ] as Array<[string, (i: number) => ServerPhase]>) {
       const o = pick(0);
       const ce = pick(1);
       rows.push({

@@ -1,5 +1,6 @@
 // Small helpers shared by the benchmarks.
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -12,6 +13,97 @@ export async function runWindow(total: number, concurrency: number, fn: (i: numb
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, total) }, worker));
   return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+/** Throughput and latency of one measured window. */
+export interface Phase {
+  ops: number;
+  seconds: number;
+  /** Latency percentiles, ms. */
+  p50: number;
+  p99: number;
+}
+
+/** runWindow, timing every call. */
+export async function timedWindow(total: number, concurrency: number, fn: (i: number) => Promise<unknown>): Promise<Phase> {
+  const lat = new Float64Array(total);
+  const seconds = await runWindow(total, concurrency, async (i) => {
+    const t0 = process.hrtime.bigint();
+    await fn(i);
+    lat[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+  });
+  lat.sort();
+  return { ops: total, seconds, p50: lat[Math.floor(total * 0.5)], p99: lat[Math.floor(total * 0.99)] };
+}
+
+/** A fixed pseudo-random sequence (xorshift32) of `count` numbers in [0, n). */
+export function sequence(count: number, n: number, seed: number): Uint32Array {
+  const out = new Uint32Array(count);
+  let x = seed;
+  for (let i = 0; i < count; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = (x >>> 0) % n;
+  }
+  return out;
+}
+
+/** Sends one REST request and reads the whole answer. */
+export type Send = (method: 'GET' | 'POST', path: string, body?: Buffer) => Promise<{ status: number; bytes: number }>;
+
+export interface RestClient {
+  send: Send;
+  close(): Promise<void>;
+  /** Which client library serves the requests. */
+  name: string;
+}
+
+interface UndiciPool {
+  request(o: { path: string; method: string; body?: Buffer }): Promise<{ statusCode: number; body: { arrayBuffer(): Promise<ArrayBuffer> } }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A keep-alive REST client with up to `connections` connections: undici's
+ * Pool when it can be loaded and `preferUndici` (it is cheaper per request
+ * than node:http, which matters on a small machine), else node:http.
+ */
+export function restClient(url: string, connections: number, preferUndici = true): RestClient {
+  if (preferUndici) {
+    try {
+      // Not a dependency of Oyster: used when present (tap brings it), declared nowhere.
+      const { Pool } = require('undici') as { Pool: new (origin: string, o: { connections: number; pipelining: number }) => UndiciPool };
+      const pool = new Pool(url, { connections, pipelining: 1 });
+      return {
+        name: 'undici Pool',
+        send: async (method, p, body) => {
+          const res = await pool.request({ path: p, method, body });
+          return { status: res.statusCode, bytes: (await res.body.arrayBuffer()).byteLength };
+        },
+        close: () => pool.close(),
+      };
+    } catch {
+      // node:http below
+    }
+  }
+  const u = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  return {
+    name: 'node:http Agent',
+    send: (method, p, body) =>
+      new Promise((resolve, reject) => {
+        const req = http.request({ agent, host: u.hostname, port: u.port, method, path: p, headers: body ? { 'Content-Length': body.length } : {} }, (res) => {
+          let bytes = 0;
+          res.on('data', (c: Buffer) => (bytes += c.length));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(body);
+      }),
+    close: async () => agent.destroy(),
+  };
 }
 
 export function arg(name: string, fallback: number): number {

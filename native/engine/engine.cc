@@ -358,15 +358,8 @@ Status Engine::RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_gene
                       },
                       &scan);
   if (!s.ok()) return s;
-  IndexBuildParams p;
-  p.dir = dir_;
-  p.prefix = options_.blob_file_prefix;
-  p.blob_id = blob->id();
-  p.blob_size = blob->size();
-  p.records_total = scan.records;
-  p.bloom_bits_per_key = options_.bloom_bits_per_key;
   std::unique_ptr<IndexReader> reader;
-  s = BuildIndexFile(fs_, p, index, &reader);
+  s = WriteIndexFile(*blob, scan.records, index, &reader);
   if (!s.ok()) return s;
   blob->ReplaceIndexReader(std::move(reader));
   index_repairs_.fetch_add(1, std::memory_order_relaxed);
@@ -692,18 +685,23 @@ Status Engine::SealActiveLocked(bool build_now) {
   return Status::OK();
 }
 
-Status Engine::BuildIndex(const std::shared_ptr<Blob>& blob) {
-  Status s = blob->file()->Sync();
-  if (!s.ok()) return s;
+Status Engine::WriteIndexFile(const Blob& blob, uint64_t records, const ActiveIndex& index,
+                              std::unique_ptr<IndexReader>* reader) {
   IndexBuildParams p;
   p.dir = dir_;
   p.prefix = options_.blob_file_prefix;
-  p.blob_id = blob->id();
-  p.blob_size = blob->size();
-  p.records_total = blob->records();
+  p.blob_id = blob.id();
+  p.blob_size = blob.size();
+  p.records_total = records;
   p.bloom_bits_per_key = options_.bloom_bits_per_key;
+  return BuildIndexFile(fs_, p, index, reader);
+}
+
+Status Engine::BuildIndex(const std::shared_ptr<Blob>& blob) {
+  Status s = blob->file()->Sync();
+  if (!s.ok()) return s;
   std::unique_ptr<IndexReader> reader;
-  s = BuildIndexFile(fs_, p, blob->sealed_index(), &reader);
+  s = WriteIndexFile(*blob, blob->records(), blob->sealed_index(), &reader);
   if (!s.ok()) return s;
   blob->AttachIndexReader(std::move(reader));
   return Status::OK();

@@ -153,6 +153,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Moves the active blob to the sealed state; its index is built in the
   // background unless `build_now`.
   Status SealActiveLocked(bool build_now);
+  // Writes the index file of `blob` from `index` (its `records` records).
+  Status WriteIndexFile(const Blob& blob, uint64_t records, const ActiveIndex& index,
+                        std::unique_ptr<IndexReader>* reader);
   Status BuildIndex(const std::shared_ptr<Blob>& blob);
   void BackgroundBuild(const std::shared_ptr<Blob>& blob);
   void SetWriteError(const Status& s);

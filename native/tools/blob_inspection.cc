@@ -9,8 +9,8 @@
 #include "engine/blob_scanner.h"
 #include "engine/format.h"
 #include "engine/index_reader.h"
-#include "tools/read_only_file.h"
 #include "util/coding.h"
+#include "util/file_system.h"
 #include "util/hash.h"
 
 namespace oyster {

@@ -3,7 +3,7 @@
 #include "engine/engine.h"
 #include "engine/format.h"
 #include "engine/index_format.h"
-#include "tools/read_only_file.h"
+#include "util/file_system.h"
 
 namespace oyster {
 namespace {

@@ -13,7 +13,7 @@
 #include "engine/options.h"
 #include "tools/blob_inspection.h"
 #include "tools/partition_check.h"
-#include "tools/read_only_file.h"
+#include "util/file_system.h"
 
 namespace oyster {
 namespace {

@@ -67,6 +67,12 @@ class FileSystem {
   virtual Status LockDir(const std::string& dir, std::unique_ptr<DirLock>* lock) = 0;
 };
 
+// Opens `path` of the POSIX file system with O_RDONLY; Write, Sync and
+// Truncate of the result fail with NotSupported. The offline tools inspect
+// blob and index files through it, so that a check cannot change what it
+// looks at and works on read-only copies, snapshots and media.
+Status OpenReadOnlyFile(const std::string& path, std::unique_ptr<File>* file);
+
 // "a/b" joined with "c" -> "a/b/c".
 std::string JoinPath(const std::string& dir, const std::string& name);
 // "a/b/c" -> "a/b"; "c" -> ".".

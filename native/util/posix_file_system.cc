@@ -20,7 +20,8 @@ Status PosixError(const std::string& context, int err) { return Status::IOError(
 
 class PosixFile final : public File {
  public:
-  PosixFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  PosixFile(std::string path, int fd, bool read_only = false)
+      : path_(std::move(path)), fd_(fd), read_only_(read_only) {}
   ~PosixFile() override { ::close(fd_); }
 
   Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
@@ -39,6 +40,7 @@ class PosixFile final : public File {
   }
 
   Status Write(uint64_t offset, const IoSlice* slices, int count) override {
+    if (read_only_) return ReadOnly();
     // pwritev may write less than asked; continue from where it stopped.
     std::vector<struct iovec> iov(static_cast<size_t>(count));
     for (int i = 0; i < count; i++) {
@@ -76,11 +78,13 @@ class PosixFile final : public File {
   }
 
   Status Sync() override {
+    if (read_only_) return ReadOnly();
     if (::fdatasync(fd_) != 0) return PosixError("fdatasync " + path_, errno);
     return Status::OK();
   }
 
   Status Truncate(uint64_t size) override {
+    if (read_only_) return ReadOnly();
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return PosixError("truncate " + path_, errno);
     return Status::OK();
   }
@@ -102,8 +106,11 @@ class PosixFile final : public File {
   const std::string& path() const override { return path_; }
 
  private:
+  Status ReadOnly() const { return Status::NotSupported(path_ + " is open for reading only"); }
+
   const std::string path_;
   const int fd_;
+  const bool read_only_;
 };
 
 class PosixDirLock final : public DirLock {
@@ -189,6 +196,13 @@ class PosixFileSystem final : public FileSystem {
 FileSystem* FileSystem::Default() {
   static PosixFileSystem fs;
   return &fs;
+}
+
+Status OpenReadOnlyFile(const std::string& path, std::unique_ptr<File>* file) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return PosixError("open " + path, errno);
+  file->reset(new PosixFile(path, fd, /*read_only=*/true));
+  return Status::OK();
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {

@@ -95,22 +95,9 @@ export class Grinder implements DataApi {
 
   /** Stores alien copies for `owners` on support nodes, falling back to this node. */
   private async putAliens(vdisk: number, key: Buffer, value: Buffer, timestamp: number, owners: string[]): Promise<void> {
-    const holders = this.parts.support.choose(vdisk, owners.length, key);
-    const left: string[] = [];
-    for (const [i, owner] of owners.entries()) {
-      const holder = holders[i];
-      if (holder === undefined) {
-        left.push(owner);
-        continue;
-      }
-      try {
-        await this.node(holder).put(key, value, timestamp, [owner]);
-        this.log.debug({ owner, holder, vdisk }, 'alien copy stored');
-      } catch (err) {
-        this.log.debug({ owner, holder, vdisk, err: (err as Error).message }, 'alien copy on support node failed');
-        left.push(owner);
-      }
-    }
+    const { left } = await this.onSupportNodes('alien copy', vdisk, key, owners, (holder, owner) =>
+      this.node(holder).put(key, value, timestamp, [owner]),
+    );
     for (const owner of left) {
       try {
         await this.parts.local.put(key, value, timestamp, [owner]);
@@ -118,6 +105,38 @@ export class Grinder implements DataApi {
         throw failedEverywhere(`no replica and no alien copy could be written for ${owner}`, err);
       }
     }
+  }
+
+  /**
+   * Runs `store` for each owner on a support node chosen for it (one at a
+   * time); returns the owners no support node took and the nodes that did.
+   */
+  private async onSupportNodes(
+    what: string,
+    vdisk: number,
+    key: Buffer,
+    owners: string[],
+    store: (holder: string, owner: string) => Promise<void>,
+  ): Promise<{ left: string[]; used: Set<string> }> {
+    const holders = this.parts.support.choose(vdisk, owners.length, key);
+    const left: string[] = [];
+    const used = new Set<string>();
+    for (const [i, owner] of owners.entries()) {
+      const holder = holders[i];
+      if (holder === undefined) {
+        left.push(owner);
+        continue;
+      }
+      try {
+        await store(holder, owner);
+        used.add(holder);
+        this.log.debug({ owner, holder, vdisk }, `${what} stored`);
+      } catch (err) {
+        this.log.debug({ owner, holder, vdisk, err: (err as Error).message }, `${what} on support node failed`);
+        left.push(owner);
+      }
+    }
+    return { left, used };
   }
 
   // ------------------------------------------------------------------- GET
@@ -197,22 +216,9 @@ export class Grinder implements DataApi {
       throw errors.failed(`delete reached ${ok} of ${this.parts.quorum} replicas`);
     }
     // Owners that missed the tombstone get a forced alien tombstone elsewhere.
-    const holders = this.parts.support.choose(vdisk, failed.length, key);
-    const left: string[] = [];
-    const used = new Set<string>();
-    for (const [i, owner] of failed.entries()) {
-      const holder = holders[i];
-      if (holder === undefined) {
-        left.push(owner);
-        continue;
-      }
-      try {
-        await this.node(holder).delete(key, timestamp, { isAlien: true, forceAlienNodes: [owner] });
-        used.add(holder);
-      } catch {
-        left.push(owner);
-      }
-    }
+    const { left, used } = await this.onSupportNodes('alien tombstone', vdisk, key, failed, (holder, owner) =>
+      this.node(holder).delete(key, timestamp, { isAlien: true, forceAlienNodes: [owner] }),
+    );
     // Alien copies held anywhere must not outlive the delete.
     const others = this.topology.nodes.map((n) => n.name).filter((n) => n !== self && !used.has(n));
     await Promise.allSettled(others.map((n) => this.node(n).delete(key, timestamp, { isAlien: true, forceAlienNodes: [] })));

@@ -274,17 +274,6 @@ export function ls(dir: string): string[] {
   }
 }
 
-/** Little-endian key bytes of a decimal REST key. */
-export function restKey(n: number | bigint, size: number): Buffer {
-  const b = Buffer.alloc(size);
-  let v = BigInt(n);
-  for (let i = 0; i < size; i++) {
-    b[i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
-  return b;
-}
-
 /** A decimal key of vdisk `vdisk` (keys are mod-distributed), distinct per `i`. */
 export function keyOn(vdisk: number, vdisks: number, i: number, base = 1000): number {
   return (base + i) * vdisks + vdisk;
