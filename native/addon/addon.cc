@@ -44,8 +44,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   data->engine_ctor() = Napi::Persistent(EngineWrap::Define(env));
 
   exports.Set("open", Napi::Function::New(env, &EngineWrap::Open, "open"));
-  exports.Set("getNewest", Napi::Function::New(env, &EngineWrap::GetNewest, "getNewest"));
-  exports.Set("lookupNewest", Napi::Function::New(env, &EngineWrap::LookupNewest, "lookupNewest"));
+  exports.Set("EngineSet", EngineSetWrap::Define(env));
   exports.Set("crc32c", Napi::Function::New(env, &Crc32c, "crc32c"));
   exports.Set("tools", ToolsExports(env));
   exports.Set("poolSize", Napi::Number::New(env, data->pool()->size()));

@@ -114,6 +114,7 @@ Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {
   const char* p = rec->storage.get() + rec->value_offset;
   if (rec->value_size <= kCopyThreshold) return Napi::Buffer<char>::Copy(env, p, rec->value_size);
   char* base = rec->storage.release();
+  rec->capacity = 0;
   return Napi::Buffer<char>::New(env, base + rec->value_offset, rec->value_size,
                                  [](Napi::Env, char*, char* hint) { delete[] hint; }, base);
 }
@@ -156,28 +157,43 @@ class GetOp final : public Op {
   GetResult result_;
 };
 
-// Newest record of a key across several engines (the partitions of one
-// vdisk) in one trip to the pool: lookups are cheap (bloom filters, memory),
-// only the winner's value is read. Ties go to the earlier engine in the list.
+// Which of several engines (the partitions of one vdisk) holds the newest
+// record of key: *best is its position, -1 if none has one, and *where the
+// record's place for Engine::Read. Lookups are cheap (bloom filters,
+// memory); ties go to the earlier engine in the list.
+Status FindNewestAmong(const ReadOptions& options, const std::vector<std::shared_ptr<Engine>>& engines,
+                       const char* key, int* best, LookupResult* newest, RecordLocation* where) {
+  *best = -1;
+  RecordLocation at;
+  for (size_t i = 0; i < engines.size(); i++) {
+    LookupResult r;
+    Status s = engines[i]->Locate(options, key, &r, &at);
+    if (!s.ok()) return s;
+    if (r.kind != GetResult::kAbsent && (*best < 0 || r.timestamp > newest->timestamp)) {
+      *best = static_cast<int>(i);
+      *newest = r;
+      *where = std::move(at);
+    }
+  }
+  return Status::OK();
+}
+
+// Newest record of a key across several engines in one trip to the pool;
+// only the winner's value is read.
 class GetNewestOp final : public Op {
  public:
   GetNewestOp(Napi::Env env, AddonData* data, std::vector<std::shared_ptr<Engine>> engines, const char* k)
       : Op(env, data), engines_(std::move(engines)), key_(k, engines_[0]->options().key_size) {}
 
   void Run() override {
-    int best = -1;
+    int best;
     LookupResult newest;
-    for (size_t i = 0; i < engines_.size(); i++) {
-      LookupResult r;
-      status_ = engines_[i]->Lookup(key_.data(), &r);
-      if (!status_.ok()) return;
-      if (r.kind != GetResult::kAbsent && (best < 0 || r.timestamp > newest.timestamp)) {
-        best = static_cast<int>(i);
-        newest = r;
-      }
-    }
-    if (best < 0) return;
-    status_ = engines_[best]->Get(key_.data(), &result_);
+    RecordLocation where;
+    status_ = FindNewestAmong(ReadOptions(), engines_, key_.data(), &best, &newest, &where);
+    if (!status_.ok() || best < 0) return;
+    result_.kind = newest.kind;
+    result_.timestamp = newest.timestamp;
+    if (newest.kind == GetResult::kFound) status_ = engines_[best]->Read(ReadOptions(), key_.data(), where, &result_);
   }
 
   Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
@@ -485,25 +501,104 @@ static bool EnginesArg(Napi::Value v, std::vector<std::shared_ptr<Engine>>* engi
   return true;
 }
 
-Napi::Value EngineWrap::GetNewest(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::vector<std::shared_ptr<Engine>> engines;
-  if (!EnginesArg(info[0], &engines)) return env.Undefined();
-  const size_t k = engines[0]->options().key_size;
-  if (!IsBytes(info[1]) || info[1].As<Napi::Uint8Array>().ByteLength() != k) {
-    Napi::TypeError::New(env, "key must be a Buffer of " + std::to_string(k) + " bytes").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  return StartOp<GetNewestOp>(env, std::move(engines), reinterpret_cast<const char*>(info[1].As<Napi::Uint8Array>().Data()));
+// The data and length of a typed array of `type` in one call; false if the
+// value is something else.
+static bool TypedArrayArg(napi_env env, napi_value v, napi_typedarray_type type, void** data, size_t* length) {
+  napi_typedarray_type actual;
+  return napi_get_typedarray_info(env, v, &actual, length, data, nullptr, nullptr) == napi_ok && actual == type;
 }
 
-Napi::Value EngineWrap::LookupNewest(const Napi::CallbackInfo& info) {
+Napi::Function EngineSetWrap::Define(Napi::Env env) {
+  return DefineClass(env, "EngineSet",
+                     {
+                         InstanceMethod<&EngineSetWrap::GetNewest>("getNewest"),
+                         InstanceMethod<&EngineSetWrap::ReadNewestNow>("readNewestNow"),
+                         InstanceMethod<&EngineSetWrap::LookupNewest>("lookupNewest"),
+                     });
+}
+
+EngineSetWrap::EngineSetWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineSetWrap>(info) {
   Napi::Env env = info.Env();
-  std::vector<std::shared_ptr<Engine>> engines;
-  if (!EnginesArg(info[0], &engines)) return env.Undefined();
+  if (!EnginesArg(info[0], &engines_)) return;
+  void* into = nullptr;
+  void* meta = nullptr;
+  size_t meta_length = 0;
+  if (!TypedArrayArg(env, info[1], napi_uint8_array, &into, &into_size_) ||
+      !TypedArrayArg(env, info[2], napi_float64_array, &meta, &meta_length) || meta_length < 1) {
+    Napi::TypeError::New(env, "new EngineSet(engines, into: Buffer, meta: Float64Array(1))").ThrowAsJavaScriptException();
+    return;
+  }
+  into_ = static_cast<char*>(into);
+  meta_ = static_cast<double*>(meta);
+  // Their memory stays where it is (ArrayBuffer backing stores do not move)
+  // as long as they are referenced.
+  into_ref_ = Napi::Persistent(info[1].As<Napi::Object>());
+  meta_ref_ = Napi::Persistent(info[2].As<Napi::Object>());
+}
+
+const char* EngineSetWrap::KeyArg(const Napi::CallbackInfo& info) {
+  if (engines_.empty()) {
+    Napi::Error::New(info.Env(), "the engine set was not constructed").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  void* key = nullptr;
+  size_t n = 0;
+  const size_t k = key_size();
+  if (!TypedArrayArg(info.Env(), info[0], napi_uint8_array, &key, &n) || n != k) {
+    Napi::TypeError::New(info.Env(), "key must be a Buffer of " + std::to_string(k) + " bytes").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return static_cast<const char*>(key);
+}
+
+Napi::Value EngineSetWrap::GetNewest(const Napi::CallbackInfo& info) {
+  const char* key = KeyArg(info);
+  if (key == nullptr) return info.Env().Undefined();
+  return StartOp<GetNewestOp>(info.Env(), engines_, key);
+}
+
+Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* key = KeyArg(info);
+  if (key == nullptr) return env.Undefined();
+  ReadOptions no_wait;
+  no_wait.no_wait = true;
+  int best;
+  LookupResult newest;
+  RecordLocation where;
+  read_.kind = GetResult::kAbsent;
+  read_.timestamp = 0;
+  Status s = FindNewestAmong(no_wait, engines_, key, &best, &newest, &where);
+  if (s.ok() && best >= 0 && newest.kind == GetResult::kFound) {
+    // A large value is no job for the event loop, even from the page cache.
+    if (newest.value_size > into_size_) return env.Undefined();
+    s = engines_[best]->Read(no_wait, key, where, &read_);
+  }
+  if (s.IsWouldBlock()) return env.Undefined();
+  if (!s.ok()) {
+    Napi::Error e = StatusToError(env, s);
+    if (s.IsCorruption() && read_.timestamp != 0) {
+      e.Set("timestamp", Napi::Number::New(env, static_cast<double>(read_.timestamp)));
+    }
+    e.ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (best < 0) return Napi::Number::New(env, -1);
+  meta_[0] = static_cast<double>(newest.timestamp);
+  if (newest.kind == GetResult::kDeleted) return Napi::Number::New(env, -2);
+  std::memcpy(into_, read_.record.value(), read_.record.value_size);
+  return Napi::Number::New(env, static_cast<double>(read_.record.value_size));
+}
+
+Napi::Value EngineSetWrap::LookupNewest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   std::string keys;
-  if (!KeyListArg(info[1], engines[0]->options().key_size, &keys)) return env.Undefined();
-  return StartOp<LookupNewestOp>(env, std::move(engines), std::move(keys));
+  if (engines_.empty()) {
+    Napi::Error::New(env, "the engine set was not constructed").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!KeyListArg(info[0], key_size(), &keys)) return env.Undefined();
+  return StartOp<LookupNewestOp>(env, engines_, std::move(keys));
 }
 
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {

@@ -1,5 +1,8 @@
-// EngineWrap is the JavaScript face of one Engine: every method returns a
-// Promise; the work runs on the addon's thread pool or the engine's writer.
+// EngineWrap is the JavaScript face of one Engine, EngineSetWrap that of the
+// engines of one vdisk read as one. Methods return Promises; the work runs on
+// the addon's thread pool or the engine's writer. The one exception,
+// EngineSet.readNewestNow, answers reads that need no waiting on the calling
+// (JavaScript) thread.
 
 #ifndef OYSTER_ADDON_ENGINE_WRAP_H_
 #define OYSTER_ADDON_ENGINE_WRAP_H_
@@ -7,6 +10,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <vector>
 
 #include "addon/addon_data.h"
 #include "engine/engine.h"
@@ -18,11 +22,6 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   static Napi::Function Define(Napi::Env env);
   // open(dir, options) -> Promise<{ engine, recovery }>
   static Napi::Value Open(const Napi::CallbackInfo& info);
-  // getNewest(engines, key) -> Promise<GetResult>: newest across engines
-  static Napi::Value GetNewest(const Napi::CallbackInfo& info);
-  // lookupNewest(engines, keys) -> Promise<LookupResult[]>
-  static Napi::Value LookupNewest(const Napi::CallbackInfo& info);
-
   explicit EngineWrap(const Napi::CallbackInfo& info);
   void Attach(std::shared_ptr<Engine> engine) { engine_ = std::move(engine); }
   const std::shared_ptr<Engine>& engine() const { return engine_; }
@@ -45,6 +44,39 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   AddonData* data(Napi::Env env) const { return env.GetInstanceData<AddonData>(); }
 
   std::shared_ptr<Engine> engine_;
+};
+
+class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  // new EngineSet(engines, into: Buffer, meta: Float64Array(1)): readNewestNow
+  // answers in `into` and `meta`.
+  explicit EngineSetWrap(const Napi::CallbackInfo& info);
+
+ private:
+  // getNewest(key) -> Promise<GetResult>: the newest record across the
+  // engines; ties go to the earlier engine.
+  Napi::Value GetNewest(const Napi::CallbackInfo& info);
+  // readNewestNow(key) -> number | undefined: getNewest answered at once from
+  // memory and the page cache: -1 no record, -2 a tombstone, else the value's
+  // length, the value at the start of `into`; meta[0] is the timestamp.
+  // undefined where that would mean waiting (for the disk, a writer, a
+  // repair) or the value does not fit `into`. Throws what getNewest rejects with.
+  Napi::Value ReadNewestNow(const Napi::CallbackInfo& info);
+  // lookupNewest(keys) -> Promise<LookupResult[]>
+  Napi::Value LookupNewest(const Napi::CallbackInfo& info);
+
+  size_t key_size() const { return engines_[0]->options().key_size; }
+  // Validates the key argument; throws and returns nullptr if it is unusable.
+  const char* KeyArg(const Napi::CallbackInfo& info);
+
+  std::vector<std::shared_ptr<Engine>> engines_;
+  char* into_ = nullptr;
+  size_t into_size_ = 0;
+  double* meta_ = nullptr;
+  Napi::ObjectReference into_ref_;
+  Napi::ObjectReference meta_ref_;
+  GetResult read_;  // reused: readNewestNow allocates nothing for a record
 };
 
 }  // namespace oyster

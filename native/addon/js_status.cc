@@ -15,6 +15,7 @@ const char* CodeString(Status::Code c) {
     case Status::kIOError: return "OYSTER_IO_ERROR";
     case Status::kBusy: return "OYSTER_BUSY";
     case Status::kClosed: return "OYSTER_CLOSED";
+    case Status::kWouldBlock: return "OYSTER_WOULD_BLOCK";
   }
   return "OYSTER_UNKNOWN";
 }

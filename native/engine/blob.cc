@@ -24,13 +24,20 @@ Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_p
       index_build_claimed_(true),
       reader_(std::move(reader)) {}
 
-Status Blob::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+Status Blob::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait) const {
+  std::shared_lock<std::shared_mutex> l(mu_, std::defer_lock);
+  // A writer holds the lock only to publish a batch, but that may mean
+  // growing a large in-memory index.
+  if (!no_wait) {
+    l.lock();
+  } else if (!l.try_lock()) {
+    return Status::WouldBlock("blob " + std::to_string(id_) + " is being published to");
+  }
   if (active_) {
     *found = active_->Find(key, key_hash, e);
     return Status::OK();
   }
-  return reader_->Find(key, key_hash, e, found);
+  return reader_->Find(key, key_hash, e, found, no_wait);
 }
 
 Status Blob::ForEachEntry(const std::function<void(const char*, const IndexEntry&)>& fn) const {
@@ -40,12 +47,17 @@ Status Blob::ForEachEntry(const std::function<void(const char*, const IndexEntry
   return Status::OK();
 }
 
-Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out) const {
+Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out,
+                        bool no_wait) const {
   const size_t hsize = RecordHeaderSize(key_size);
   const size_t total = hsize + e.value_size;
-  std::unique_ptr<char[]> buf(new char[total]);
+  if (out->capacity < total) {
+    out->storage.reset(new char[total]);
+    out->capacity = total;
+  }
+  char* buf = out->storage.get();
   size_t n = 0;
-  Status s = file_->Read(e.offset, total, buf.get(), &n);
+  Status s = no_wait ? file_->ReadNoWait(e.offset, total, buf, &n) : file_->Read(e.offset, total, buf, &n);
   if (!s.ok()) return s;
   // Built only for a failure: every successful read would pay for the string.
   auto damaged = [&](const char* what) {
@@ -53,15 +65,14 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
   };
   if (n != total) return damaged("record truncated");
   RecordHeader h;
-  if (!DecodeRecordHeader(buf.get(), key_size, e.offset, &h)) return damaged("record header damaged");
+  if (!DecodeRecordHeader(buf, key_size, e.offset, &h)) return damaged("record header damaged");
   if (std::memcmp(h.key, key, key_size) != 0 || h.timestamp != e.timestamp ||
       h.value_size != e.value_size) {
     return damaged("index entry does not match the record");
   }
-  if (!RecordValueCrcMatches(buf.get(), key_size, buf.get() + hsize, e.value_size, h.record_crc)) {
+  if (!RecordValueCrcMatches(buf, key_size, buf + hsize, e.value_size, h.record_crc)) {
     return damaged("record checksum mismatch");
   }
-  out->storage = std::move(buf);
   out->value_offset = hsize;
   out->value_size = e.value_size;
   return Status::OK();

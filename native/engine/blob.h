@@ -23,10 +23,14 @@
 namespace oyster {
 
 // A record's bytes as read from disk; the value is a slice of `storage`.
+// Reading into a RecordBuffer again reuses its storage when it is large enough.
 struct RecordBuffer {
   std::unique_ptr<char[]> storage;
+  size_t capacity = 0;  // bytes allocated at `storage`
   size_t value_offset = 0;
   size_t value_size = 0;
+
+  const char* value() const { return storage.get() + value_offset; }
 };
 
 class Blob {
@@ -49,11 +53,14 @@ class Blob {
   // Calls fn for the newest entry of every key in this blob (any order).
   Status ForEachEntry(const std::function<void(const char* key, const IndexEntry& e)>& fn) const;
 
-  // Thread-safe lookup of the newest entry of key in this blob.
-  Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const;
+  // Thread-safe lookup of the newest entry of key in this blob. With
+  // no_wait, WouldBlock rather than waiting for a writer's lock or the disk.
+  Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait = false) const;
   // Reads the record an entry points at and verifies it belongs to `key`
-  // and passes its checksum; Corruption otherwise.
-  Status ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out) const;
+  // and passes its checksum; Corruption otherwise. With no_wait, WouldBlock
+  // when the record is not in the page cache.
+  Status ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out,
+                    bool no_wait = false) const;
 
   // ---- Writer side (the engine serializes these).
   struct NewRecord {

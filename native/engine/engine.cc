@@ -315,11 +315,19 @@ void Engine::InstallBlobSet(std::vector<std::shared_ptr<Blob>> blobs) {
   current_ = std::move(set);
 }
 
-Status Engine::FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEntry* entry, bool* found) {
+Status Engine::FindNewest(const ReadOptions& options, const char* key, std::shared_ptr<Blob>* blob,
+                          IndexEntry* entry, bool* found) {
   *found = false;
   if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
   const uint64_t hash = KeyHash64(key, options_.key_size);
-  std::shared_ptr<const BlobSet> set = Current();
+  std::shared_ptr<const BlobSet> set;
+  if (!options.no_wait) {
+    set = Current();
+  } else {
+    std::unique_lock<std::mutex> l(set_mu_, std::try_to_lock);
+    if (!l.owns_lock()) return Status::WouldBlock("blob set is being replaced");
+    set = current_;
+  }
   for (const std::shared_ptr<Blob>& b : set->blobs) {
     // Blobs are visited newest first, and an older blob loses ties, so a blob
     // whose newest record is not newer than what was found cannot matter.
@@ -327,7 +335,9 @@ Status Engine::FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEnt
     IndexEntry e;
     bool f = false;
     const uint64_t generation = b->index_generation();
-    Status s = b->Find(key, hash, &e, &f);
+    Status s = b->Find(key, hash, &e, &f, options.no_wait);
+    // Repairing a damaged index block means scanning the blob: not without waiting.
+    if (s.IsCorruption() && options.no_wait) return Status::WouldBlock("index block needs a repair");
     if (s.IsCorruption()) {
       // A damaged index block: the blob is the source of truth, rebuild
       // its index and look again.
@@ -366,37 +376,42 @@ Status Engine::RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_gene
   return Status::OK();
 }
 
-Status Engine::Resolve(const char* key, LookupResult* result, std::shared_ptr<Blob>* blob, IndexEntry* entry) {
+Status Engine::Locate(const ReadOptions& options, const char* key, LookupResult* result, RecordLocation* where) {
   bool found = false;
-  result->kind = GetResult::kAbsent;
-  Status s = FindNewest(key, blob, entry, &found);
+  *result = LookupResult();
+  Status s = FindNewest(options, key, &where->blob, &where->entry, &found);
   if (!s.ok() || !found) return s;
-  result->timestamp = entry->timestamp;
-  result->kind = (entry->flags & kFlagTombstone) ? GetResult::kDeleted : GetResult::kFound;
+  const IndexEntry& e = where->entry;
+  result->timestamp = e.timestamp;
+  result->kind = (e.flags & kFlagTombstone) ? GetResult::kDeleted : GetResult::kFound;
+  result->value_size = result->kind == GetResult::kFound ? e.value_size : 0;
   return Status::OK();
 }
 
-Status Engine::Get(const char* key, GetResult* result) {
-  std::shared_ptr<Blob> blob;
-  IndexEntry e;
-  LookupResult newest;
-  Status s = Resolve(key, &newest, &blob, &e);
+Status Engine::Read(const ReadOptions& options, const char* key, const RecordLocation& where, GetResult* result) {
   result->kind = GetResult::kAbsent;
-  result->timestamp = newest.timestamp;
-  if (!s.ok() || newest.kind != GetResult::kFound) {
-    result->kind = newest.kind;
-    return s;
-  }
-  s = blob->ReadRecord(key, options_.key_size, e, &result->record);
+  result->timestamp = where.entry.timestamp;
+  Status s = where.blob->ReadRecord(key, options_.key_size, where.entry, &result->record, options.no_wait);
   if (s.IsCorruption()) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
   if (s.ok()) result->kind = GetResult::kFound;
   return s;
 }
 
-Status Engine::Lookup(const char* key, LookupResult* result) {
-  std::shared_ptr<Blob> blob;
-  IndexEntry e;
-  return Resolve(key, result, &blob, &e);
+Status Engine::Get(const ReadOptions& options, const char* key, GetResult* result) {
+  RecordLocation where;
+  LookupResult newest;
+  Status s = Locate(options, key, &newest, &where);
+  if (!s.ok() || newest.kind != GetResult::kFound) {
+    result->kind = newest.kind;
+    result->timestamp = newest.timestamp;
+    return s;
+  }
+  return Read(options, key, where, result);
+}
+
+Status Engine::Lookup(const ReadOptions& options, const char* key, LookupResult* result) {
+  RecordLocation where;
+  return Locate(options, key, result, &where);
 }
 
 Status Engine::Snapshot(std::string* out) {

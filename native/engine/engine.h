@@ -46,6 +46,22 @@ struct GetResult {
 struct LookupResult {
   GetResult::Kind kind = GetResult::kAbsent;
   uint64_t timestamp = 0;
+  uint64_t value_size = 0;  // kFound: bytes a Get would return
+};
+
+// Where the newest record of a key is: a Get split in two (Locate, then
+// Read), so that a caller comparing several engines reads only the winner.
+struct RecordLocation {
+  std::shared_ptr<Blob> blob;
+  IndexEntry entry;
+};
+
+// How a read may proceed (as LevelDB's ReadOptions).
+struct ReadOptions {
+  // Answer from memory and the page cache only: WouldBlock instead of waiting
+  // for the disk, for a lock a writer holds, or for an index repair. The
+  // event loop reads this way and hands the reads that would block to the pool.
+  bool no_wait = false;
 };
 
 // What Open found and repaired, for logs and tests.
@@ -98,9 +114,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   // The newest record of key across all blobs. Corruption if that record
   // fails its checksum (result->timestamp is still set).
-  Status Get(const char* key, GetResult* result);
+  Status Get(const ReadOptions& options, const char* key, GetResult* result);
+  Status Get(const char* key, GetResult* result) { return Get(ReadOptions(), key, result); }
   // Like Get, without reading the value.
-  Status Lookup(const char* key, LookupResult* result);
+  Status Lookup(const ReadOptions& options, const char* key, LookupResult* result);
+  Status Lookup(const char* key, LookupResult* result) { return Lookup(ReadOptions(), key, result); }
+  // Lookup that also tells where the record is, for Read.
+  Status Locate(const ReadOptions& options, const char* key, LookupResult* result, RecordLocation* where);
+  // Reads the record a Locate of `key` found (result kFound); as Get does.
+  Status Read(const ReadOptions& options, const char* key, const RecordLocation& where, GetResult* result);
 
   // The newest version of every key stored, packed for the caller as
   // repeated [u8 kind (1 value, 2 tombstone)][u64 timestamp LE][key]. A
@@ -136,9 +158,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   std::shared_ptr<const BlobSet> Current() const;
   void InstallBlobSet(std::vector<std::shared_ptr<Blob>> blobs);
-  Status FindNewest(const char* key, std::shared_ptr<Blob>* blob, IndexEntry* entry, bool* found);
-  // FindNewest as a LookupResult, keeping the blob and entry for a read.
-  Status Resolve(const char* key, LookupResult* result, std::shared_ptr<Blob>* blob, IndexEntry* entry);
+  Status FindNewest(const ReadOptions& options, const char* key, std::shared_ptr<Blob>* blob, IndexEntry* entry,
+                    bool* found);
   // Rebuilds a closed blob's index from the blob; a no-op if another thread
   // did so since `seen_generation`.
   Status RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_generation);

@@ -51,9 +51,11 @@ Status IndexReader::Open(std::unique_ptr<File> file, size_t key_size, uint64_t b
   return Status::OK();
 }
 
-Status IndexReader::ReadBlock(uint64_t block, char* buf) const {
+Status IndexReader::ReadBlock(uint64_t block, char* buf, bool no_wait) const {
   size_t n = 0;
-  Status s = file_->Read(header_.blocks_offset + block * header_.block_size, header_.block_size, buf, &n);
+  const uint64_t offset = header_.blocks_offset + block * header_.block_size;
+  Status s = no_wait ? file_->ReadNoWait(offset, header_.block_size, buf, &n)
+                     : file_->Read(offset, header_.block_size, buf, &n);
   if (!s.ok()) return s;
   if (n != header_.block_size) return Status::Corruption("index block truncated in " + file_->path());
   size_t body = header_.block_size - kIndexBlockTrailer;
@@ -64,7 +66,7 @@ Status IndexReader::ReadBlock(uint64_t block, char* buf) const {
   return Status::OK();
 }
 
-Status IndexReader::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const {
+Status IndexReader::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait) const {
   *found = false;
   const size_t k = header_.key_size;
   if (header_.entry_count == 0 || !bloom_.MayContain(key_hash)) return Status::OK();
@@ -80,7 +82,7 @@ Status IndexReader::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool
   // Lookups are frequent and blocks small: reuse one buffer per thread.
   thread_local std::vector<char> buf;
   buf.resize(header_.block_size);
-  Status s = ReadBlock(lo, buf.data());
+  Status s = ReadBlock(lo, buf.data(), no_wait);
   if (!s.ok()) return s;
   uint64_t in_block = header_.entries_per_block;
   if (lo == header_.block_count - 1) in_block = header_.entry_count - lo * header_.entries_per_block;
@@ -103,7 +105,7 @@ Status IndexReader::ForEach(const std::function<void(const char*, const IndexEnt
   std::unique_ptr<char[]> buf(new char[header_.block_size]);
   uint64_t left = header_.entry_count;
   for (uint64_t b = 0; b < header_.block_count; b++) {
-    Status s = ReadBlock(b, buf.get());
+    Status s = ReadBlock(b, buf.get(), /*no_wait=*/false);
     if (!s.ok()) return s;
     uint64_t n = left < header_.entries_per_block ? left : header_.entries_per_block;
     for (uint64_t i = 0; i < n; i++) {

@@ -29,8 +29,9 @@ class IndexReader {
               BloomFilter bloom);
 
   // *found is false when the key has no record in the blob. Corruption when
-  // the block holding the key fails its checksum.
-  Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found) const;
+  // the block holding the key fails its checksum. With no_wait, WouldBlock
+  // when that block is not in the page cache.
+  Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait = false) const;
 
   // Calls fn for every entry in key order (tools and verification).
   Status ForEach(const std::function<void(const char* key, const IndexEntry& e)>& fn) const;
@@ -42,7 +43,7 @@ class IndexReader {
   uint64_t file_size() const { return header_.file_size(); }
 
  private:
-  Status ReadBlock(uint64_t block, char* buf) const;
+  Status ReadBlock(uint64_t block, char* buf, bool no_wait) const;
   const char* fence(uint64_t i) const { return fences_.data() + i * header_.key_size; }
 
   std::unique_ptr<File> file_;

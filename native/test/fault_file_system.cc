@@ -18,6 +18,11 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return base_->Read(offset, n, buf, bytes_read);
   }
 
+  Status ReadNoWait(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
+    if (fs_->NoWaitReadBlocks()) return Status::WouldBlock("injected: " + path() + " is not cached");
+    return base_->ReadNoWait(offset, n, buf, bytes_read);
+  }
+
   Status Write(uint64_t offset, const IoSlice* slices, int count) override {
     size_t partial = 0;
     if (!fs_->ShouldFailWrite(&partial)) return base_->Write(offset, slices, count);
@@ -85,6 +90,11 @@ void FaultInjectingFileSystem::FailCreates(bool fail) {
   fail_creates_ = fail;
 }
 
+void FaultInjectingFileSystem::UncacheReads(bool uncached) {
+  std::lock_guard<std::mutex> l(mu_);
+  uncached_ = uncached;
+}
+
 void FaultInjectingFileSystem::SetSyncDelay(std::chrono::microseconds delay) {
   std::lock_guard<std::mutex> l(mu_);
   sync_delay_ = delay;
@@ -94,7 +104,7 @@ void FaultInjectingFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
   fail_writes_at_ = 0;
   partial_bytes_ = 0;
-  fail_syncs_ = fail_truncates_ = fail_renames_ = fail_creates_ = false;
+  fail_syncs_ = fail_truncates_ = fail_renames_ = fail_creates_ = uncached_ = false;
   sync_delay_ = std::chrono::microseconds(0);
 }
 
@@ -113,11 +123,16 @@ uint64_t FaultInjectingFileSystem::dir_syncs() const {
   return dir_syncs_;
 }
 
+uint64_t FaultInjectingFileSystem::no_wait_reads() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return no_wait_reads_;
+}
+
 void FaultInjectingFileSystem::ResetCounters() {
   std::lock_guard<std::mutex> l(mu_);
   // An armed write fault keeps pointing at the same future write.
   if (fail_writes_at_ != 0) fail_writes_at_ = fail_writes_at_ > writes_ ? fail_writes_at_ - writes_ : 1;
-  writes_ = syncs_ = dir_syncs_ = 0;
+  writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = 0;
 }
 
 bool FaultInjectingFileSystem::ShouldFailWrite(size_t* partial) {
@@ -133,6 +148,12 @@ bool FaultInjectingFileSystem::ShouldFailSync(std::chrono::microseconds* delay) 
   syncs_++;
   *delay = sync_delay_;
   return fail_syncs_;
+}
+
+bool FaultInjectingFileSystem::NoWaitReadBlocks() {
+  std::lock_guard<std::mutex> l(mu_);
+  no_wait_reads_++;
+  return uncached_;
 }
 
 bool FaultInjectingFileSystem::ShouldFailTruncate() {

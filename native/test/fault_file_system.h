@@ -32,6 +32,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   void FailTruncates(bool fail);  // File::Truncate -> EIO
   void FailRenames(bool fail);    // Rename -> EIO
   void FailCreates(bool fail);    // OpenFile(create_new = true) -> ENOSPC
+  // File::ReadNoWait answers WouldBlock, as when nothing is in the page cache.
+  void UncacheReads(bool uncached);
   // Every File::Sync takes at least this long, as on a slow disk.
   void SetSyncDelay(std::chrono::microseconds delay);
   void ClearFaults();
@@ -40,6 +42,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t writes() const;
   uint64_t syncs() const;
   uint64_t dir_syncs() const;
+  uint64_t no_wait_reads() const;  // File::ReadNoWait calls
   void ResetCounters();
 
   Status OpenFile(const std::string& path, bool create_new, std::unique_ptr<File>* file) override;
@@ -57,12 +60,16 @@ class FaultInjectingFileSystem final : public FileSystem {
   bool ShouldFailWrite(size_t* partial);
   bool ShouldFailSync(std::chrono::microseconds* delay);
   bool ShouldFailTruncate();
+  // Counts a ReadNoWait; true if it must answer WouldBlock.
+  bool NoWaitReadBlocks();
 
   FileSystem* const base_;
   mutable std::mutex mu_;
   uint64_t writes_ = 0;
   uint64_t syncs_ = 0;
   uint64_t dir_syncs_ = 0;
+  uint64_t no_wait_reads_ = 0;
+  bool uncached_ = false;
   uint64_t fail_writes_at_ = 0;  // 0: writes do not fail
   size_t partial_bytes_ = 0;
   bool fail_syncs_ = false;

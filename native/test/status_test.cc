@@ -16,6 +16,8 @@ TEST(Status, CodesAndText) {
   ASSERT_EQ(Status::InvalidArgument("x").CodeName(), std::string("InvalidArgument"));
   ASSERT_EQ(Status::Busy("x").CodeName(), std::string("Busy"));
   ASSERT_EQ(Status::Closed("x").CodeName(), std::string("Closed"));
+  ASSERT_EQ(Status::WouldBlock("x").ToString(), "WouldBlock: x");
+  ASSERT_TRUE(Status::WouldBlock("").IsWouldBlock());
   const Status io = Status::IOError("write f", EIO);
   ASSERT_TRUE(io.IsIOError());
   ASSERT_EQ(io.err(), EIO);

@@ -28,6 +28,12 @@ class File {
 
   // Reads up to n bytes at offset into buf; *bytes_read < n only at end of file.
   virtual Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const = 0;
+  // Read, but only from memory (the page cache): WouldBlock where the data
+  // would have to come from the device, or where the platform cannot tell.
+  // Never waits for the disk, so the event loop may call it.
+  virtual Status ReadNoWait(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const {
+    return Status::WouldBlock("no non-blocking reads for " + path());
+  }
   // Writes the slices back to back starting at offset; all or an error.
   virtual Status Write(uint64_t offset, const IoSlice* slices, int count) = 0;
   // Makes written data durable (fdatasync).

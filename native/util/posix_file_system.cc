@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <vector>
 
@@ -37,6 +38,40 @@ class PosixFile final : public File {
     }
     *bytes_read = done;
     return Status::OK();
+  }
+
+  // preadv2 with RWF_NOWAIT (Linux 4.14+): EAGAIN instead of waiting when a
+  // page is not cached. A partial read means a later page is missing.
+  Status ReadNoWait(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
+#ifdef RWF_NOWAIT
+    if (!nowait_unsupported_.load(std::memory_order_relaxed)) {
+      size_t done = 0;
+      while (done < n) {
+        struct iovec iov = {buf + done, n - done};
+        ssize_t r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN) return Status::WouldBlock("read " + path_ + " needs the disk");
+          // Old kernels and some file systems refuse the flag: stop asking.
+          if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
+            nowait_unsupported_.store(true, std::memory_order_relaxed);
+            break;
+          }
+          return PosixError("read " + path_, errno);
+        }
+        if (r == 0) {
+          *bytes_read = done;
+          return Status::OK();
+        }
+        done += static_cast<size_t>(r);
+      }
+      if (done == n) {
+        *bytes_read = done;
+        return Status::OK();
+      }
+    }
+#endif
+    return Status::WouldBlock("no non-blocking reads for " + path_);
   }
 
   Status Write(uint64_t offset, const IoSlice* slices, int count) override {
@@ -111,6 +146,7 @@ class PosixFile final : public File {
   const std::string path_;
   const int fd_;
   const bool read_only_;
+  mutable std::atomic<bool> nowait_unsupported_{false};
 };
 
 class PosixDirLock final : public DirLock {

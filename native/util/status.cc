@@ -14,6 +14,7 @@ const char* Status::CodeName() const {
     case kIOError: return "IOError";
     case kBusy: return "Busy";
     case kClosed: return "Closed";
+    case kWouldBlock: return "WouldBlock";
   }
   return "Unknown";
 }

@@ -19,6 +19,9 @@ class Status {
     kIOError = 5,
     kBusy = 6,
     kClosed = 7,
+    // A read that must not wait (ReadOptions::no_wait) would have had to:
+    // for the disk, or for a lock held by a writer. Retry it where waiting is fine.
+    kWouldBlock = 8,
   };
 
   Status() = default;
@@ -34,12 +37,14 @@ class Status {
   static Status IOError(const std::string& msg, int err) { return Status(kIOError, msg, err); }
   static Status Busy(const std::string& msg) { return Status(kBusy, msg, 0); }
   static Status Closed(const std::string& msg) { return Status(kClosed, msg, 0); }
+  static Status WouldBlock(const std::string& msg) { return Status(kWouldBlock, msg, 0); }
 
   bool ok() const { return code_ == kOk; }
   bool IsNotFound() const { return code_ == kNotFound; }
   bool IsCorruption() const { return code_ == kCorruption; }
   bool IsIOError() const { return code_ == kIOError; }
   bool IsClosed() const { return code_ == kClosed; }
+  bool IsWouldBlock() const { return code_ == kWouldBlock; }
 
   Code code() const { return code_; }
   int err() const { return err_; }

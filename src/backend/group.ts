@@ -4,7 +4,7 @@
 // timestamp (reference §3.4).
 import fs from 'node:fs';
 import path from 'node:path';
-import { Engine, EngineOptions, GetResult, isEngineError, EngineErrorCode, LookupResult } from '../engine/engine';
+import { EngineOptions, EngineSet, GetResult, isEngineError, EngineErrorCode, LookupResult } from '../engine/engine';
 import { Logger, silentLogger } from '../logging/logger';
 import { errors, isOysterError, OysterError } from './errors';
 import { Holder } from './holder';
@@ -51,7 +51,7 @@ export class Group {
   // Newest partition first; ties of equal start keep directory name order.
   private _holders: Holder[] = [];
   // Their engines in the same order, as every read passes them to the addon.
-  private engines: Engine[] = [];
+  private engines = new EngineSet([]);
   private state: State = 'stopped';
   private inflight = 0;
   private drained: (() => void) | null = null;
@@ -65,7 +65,7 @@ export class Group {
 
   private set holders(holders: Holder[]) {
     this._holders = holders;
-    this.engines = holders.map((h) => h.engine);
+    this.engines = new EngineSet(holders.map((h) => h.engine));
   }
 
   get vdisk(): number {
@@ -138,8 +138,10 @@ export class Group {
   async get(key: Buffer): Promise<GetResult> {
     this.enter();
     try {
-      if (this.engines.length === 0) return null;
-      const r = await Engine.getNewest(this.engines, key);
+      if (this.engines.size === 0) return null;
+      // Most reads are answered from the page cache at once; the others wait on the engine threads.
+      let r = this.engines.readNewestNow(key);
+      if (r === undefined) r = await this.engines.getNewest(key);
       this.options.observer?.engine('get', r === null ? 'not_found' : 'ok', r?.kind === 'found' ? r.value.length : 0);
       return r;
     } catch (err) {
@@ -152,8 +154,8 @@ export class Group {
   async exists(keys: Buffer[]): Promise<LookupResult[]> {
     this.enter();
     try {
-      if (this.engines.length === 0) return keys.map(() => null);
-      const r = await Engine.lookupNewest(this.engines, keys);
+      if (this.engines.size === 0) return keys.map(() => null);
+      const r = await this.engines.lookupNewest(keys);
       this.options.observer?.engine('exist', 'ok', 0);
       return r;
     } catch (err) {

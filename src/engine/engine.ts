@@ -1,6 +1,6 @@
 // Engine: the typed face of one native storage engine instance, which owns
 // one partition directory. All disk work happens on the addon's threads.
-import { native, NativeEngine, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
+import { native, NativeEngine, NativeEngineSet, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
 
 export type EngineOptions = NativeOpenOptions;
 export type RecoveryReport = NativeRecovery;
@@ -67,7 +67,8 @@ function settle<T>(fn: () => Promise<T>): Promise<T> {
 
 export class Engine {
   private constructor(
-    private readonly handle: NativeEngine,
+    /** The addon's engine object; EngineSet passes it back to the addon. */
+    readonly handle: NativeEngine,
     readonly dir: string,
     readonly keySize: number,
     readonly recovery: RecoveryReport,
@@ -77,19 +78,6 @@ export class Engine {
   static async open(dir: string, options: EngineOptions = {}): Promise<Engine> {
     const { engine, recovery } = await settle(() => native.open(dir, options));
     return new Engine(engine, dir, options.keySize ?? 16, recovery);
-  }
-
-  /**
-   * The newest record of key across several engines (the partitions of one
-   * vdisk), in one trip to the engine threads. Ties go to the earlier engine.
-   */
-  static getNewest(engines: Engine[], key: Buffer): Promise<GetResult> {
-    return settle(() => native.getNewest(engines.map((e) => e.handle), key));
-  }
-
-  /** The newest version (without value) of each key across several engines. */
-  static lookupNewest(engines: Engine[], keys: Buffer[]): Promise<LookupResult[]> {
-    return settle(() => native.lookupNewest(engines.map((e) => e.handle), keys));
   }
 
   /** Stores value under key with a version timestamp (seconds); newest timestamp wins, ties go to the later write. */
@@ -143,6 +131,58 @@ export class Engine {
   /** Finishes queued writes, writes missing index files, releases the directory. */
   close(): Promise<void> {
     return settle(() => this.handle.close());
+  }
+}
+
+// Where readNewestNow copies a value; values that do not fit are read on the
+// engine threads, as a large copy is no job for the event loop.
+const NOW_LIMIT = 64 * 1024;
+const nowValue = Buffer.allocUnsafeSlow(NOW_LIMIT);
+const nowMeta = new Float64Array(1);
+
+/**
+ * Several engines read as one: the partitions of one vdisk. Reads return the
+ * newest version across them; ties go to the earlier engine.
+ */
+export class EngineSet {
+  // Built once per set of partitions: engines are checked here, not per read.
+  private readonly handle: NativeEngineSet | null;
+
+  constructor(readonly engines: readonly Engine[]) {
+    this.handle = engines.length === 0 ? null : new native.EngineSet(engines.map((e) => e.handle), nowValue, nowMeta);
+  }
+
+  get size(): number {
+    return this.engines.length;
+  }
+
+  /** The newest record of key, in one trip to the engine threads. */
+  getNewest(key: Buffer): Promise<GetResult> {
+    return this.handle === null ? Promise.resolve(null) : settle(() => this.handle!.getNewest(key));
+  }
+
+  /**
+   * getNewest answered at once, on this thread, when memory and the page
+   * cache hold everything needed (a page-cache copy costs less than a trip
+   * to the engine threads and back); undefined when the read would have to
+   * wait for the disk or a writer, or the value is over 64 KiB. Throws what
+   * getNewest would reject with.
+   */
+  readNewestNow(key: Buffer): GetResult | undefined {
+    if (this.handle === null) return null;
+    const n = this.handle.readNewestNow(key);
+    if (n === undefined) return undefined;
+    if (n === -1) return null;
+    if (n === -2) return { kind: 'deleted', timestamp: nowMeta[0] };
+    // Small values come from Node's shared buffer pool: no allocation of their own.
+    const value = Buffer.allocUnsafe(n);
+    nowValue.copy(value, 0, 0, n);
+    return { kind: 'found', timestamp: nowMeta[0], value };
+  }
+
+  /** The newest version (without value) of each key. */
+  lookupNewest(keys: Buffer[]): Promise<LookupResult[]> {
+    return this.handle === null ? Promise.resolve(keys.map(() => null)) : settle(() => this.handle!.lookupNewest(keys));
   }
 }
 

@@ -58,10 +58,17 @@ export interface NativeEngine {
   close(): Promise<void>;
 }
 
+/** The engines of one vdisk read as one (native/addon/engine_wrap.h). */
+export interface NativeEngineSet {
+  getNewest(key: Buffer): Promise<NativeGetResult>;
+  /** getNewest without waiting: the value's length (value at the start of `into`), -1 no record, -2 tombstone, undefined if it would wait; meta[0] = timestamp. */
+  readNewestNow(key: Buffer): number | undefined;
+  lookupNewest(keys: Buffer[]): Promise<NativeLookupResult[]>;
+}
+
 export interface NativeAddon {
   open(dir: string, options: NativeOpenOptions): Promise<{ engine: NativeEngine; recovery: NativeRecovery }>;
-  getNewest(engines: NativeEngine[], key: Buffer): Promise<NativeGetResult>;
-  lookupNewest(engines: NativeEngine[], keys: Buffer[]): Promise<NativeLookupResult[]>;
+  EngineSet: new (engines: NativeEngine[], into: Buffer, meta: Float64Array) => NativeEngineSet;
   crc32c(data: Buffer): number;
   poolSize: number;
   crc32cHardware: boolean;

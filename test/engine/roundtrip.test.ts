@@ -1,7 +1,7 @@
 // Values of every size survive a put/get and a reopen; versions resolve by
 // timestamp (ties to the later write) within and across blobs.
 import t from 'tap';
-import { Engine, isEngineError, EngineErrorCode } from '../../src/engine/engine';
+import { Engine, EngineErrorCode, EngineSet, GetResult, isEngineError } from '../../src/engine/engine';
 import { keyOf, valueOf } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 
@@ -112,7 +112,7 @@ t.test('a partition directory is used by one engine at a time', async (t) => {
   await again.close();
 });
 
-t.test('getNewest and lookupNewest resolve versions across engines', async (t) => {
+t.test('an EngineSet resolves versions across engines, on the engine threads and at once', async (t) => {
   const [a, b, c] = await Promise.all([Engine.open(tempDir(t)), Engine.open(tempDir(t)), Engine.open(tempDir(t))]);
   const k1 = keyOf(1);
   const k2 = keyOf(2);
@@ -121,24 +121,46 @@ t.test('getNewest and lookupNewest resolve versions across engines', async (t) =
   await c.delete(k1, 150);
   await b.put(k2, 50, Buffer.from('b50'));
   await c.delete(k2, 60);
-  const r1 = await Engine.getNewest([a, b, c], k1);
-  t.same(r1 && r1.kind === 'found' && [r1.timestamp, r1.value.toString()], [200, 'b200']);
-  t.same(await Engine.getNewest([a, b, c], k2), { kind: 'deleted', timestamp: 60 });
-  t.equal(await Engine.getNewest([a, b, c], keyOf(3)), null);
   await a.put(keyOf(4), 7, Buffer.from('first'));
   await b.put(keyOf(4), 7, Buffer.from('second'));
-  const tie = await Engine.getNewest([a, b], keyOf(4));
-  t.equal(tie?.kind === 'found' && tie.value.toString(), 'first', 'ties go to the earlier engine');
-  t.same(await Engine.lookupNewest([a, b, c], [k1, k2, keyOf(3)]), [
+  await b.put(keyOf(5), 300, Buffer.alloc(64 * 1024, 5));
+  await c.put(keyOf(6), 300, Buffer.alloc(64 * 1024 + 1, 6));
+  const abc = new EngineSet([a, b, c]);
+  const found = (r: GetResult | undefined) => (r?.kind === 'found' ? [r.timestamp, r.value.toString()] : r);
+  for (const [how, read] of [
+    ['getNewest', (set: EngineSet, k: Buffer) => set.getNewest(k)],
+    ['readNewestNow', async (set: EngineSet, k: Buffer) => set.readNewestNow(k)],
+  ] as const) {
+    t.same(found(await read(abc, k1)), [200, 'b200'], `${how}: the newest value wins`);
+    t.same(await read(abc, k2), { kind: 'deleted', timestamp: 60 }, `${how}: a newer tombstone wins`);
+    t.equal(await read(abc, keyOf(3)), null, `${how}: no record anywhere`);
+    t.same(found(await read(new EngineSet([a, b]), keyOf(4))), [7, 'first'], `${how}: ties go to the earlier engine`);
+    const big = await read(abc, keyOf(5));
+    t.ok(big?.kind === 'found' && big.value.equals(Buffer.alloc(64 * 1024, 5)), `${how}: a 64 KiB value`);
+  }
+  // The page cache holds what was just written, so nothing here needs the engine threads.
+  t.equal(abc.readNewestNow(keyOf(6)), undefined, 'readNewestNow leaves values over 64 KiB to the engine threads');
+  const large = await abc.getNewest(keyOf(6));
+  t.ok(large?.kind === 'found' && large.value.equals(Buffer.alloc(64 * 1024 + 1, 6)), 'getNewest reads them');
+  const first = abc.readNewestNow(k1);
+  abc.readNewestNow(keyOf(5));
+  t.same(found(first), [200, 'b200'], 'a value read at once is not overwritten by the next read');
+  t.same(await abc.lookupNewest([k1, k2, keyOf(3)]), [
     { kind: 'found', timestamp: 200 },
     { kind: 'deleted', timestamp: 60 },
     null,
   ]);
-  await t.rejects(Engine.getNewest([], k1), /non-empty/);
-  await t.rejects(Engine.getNewest([a, {} as Engine], k1), /engines\[1\]/);
+  const none = new EngineSet([]);
+  t.equal(await none.getNewest(k1), null, 'no engines: no record');
+  t.equal(none.readNewestNow(k1), null);
+  t.same(await none.lookupNewest([k1, k2]), [null, null]);
+  t.throws(() => new EngineSet([a, {} as Engine]), /engines\[1\]/);
+  t.throws(() => abc.readNewestNow(Buffer.alloc(3)), /key must be a Buffer of 16 bytes/);
+  await t.rejects(abc.getNewest(Buffer.alloc(3)), /key must be a Buffer of 16 bytes/);
   const other = await Engine.open(tempDir(t), { keySize: 8 });
-  await t.rejects(Engine.lookupNewest([a, other], [k1]), /one key size/);
+  t.throws(() => new EngineSet([a, other]), /one key size/);
   await Promise.all([a, b, c, other].map((e) => e.close()));
+  t.throws(() => abc.readNewestNow(k1), { code: EngineErrorCode.closed }, 'a closed engine throws OYSTER_CLOSED at once');
 });
 
 t.test('snapshot lists the newest version of every key across blobs', async (t) => {
