@@ -151,6 +151,23 @@ export class Group {
     }
   }
 
+  /**
+   * get() answered at once when memory and the page cache hold the answer;
+   * undefined otherwise, and for any failure: get() then takes the long way
+   * and reports it.
+   */
+  getNow(key: Buffer): GetResult | undefined {
+    if (this.state !== 'running') return undefined;
+    let r: GetResult | undefined;
+    try {
+      r = this.engines.readNewestNow(key);
+    } catch {
+      return undefined;
+    }
+    if (r !== undefined) this.options.observer?.engine('get', r === null ? 'not_found' : 'ok', r?.kind === 'found' ? r.value.length : 0);
+    return r;
+  }
+
   async exists(keys: Buffer[]): Promise<LookupResult[]> {
     this.enter();
     try {

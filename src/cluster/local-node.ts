@@ -37,8 +37,13 @@ export class LocalNode implements NodeApi {
     return this.backend.holdsAliens(vdisk);
   }
 
-  async get(key: Buffer, source: GetSource): Promise<Version | null> {
+  get(key: Buffer, source: GetSource): Promise<Version | null> {
     return this.backend.get(this.vdisk(key), key, source);
+  }
+
+  /** get(key, 'normal') answered at once where the backend can; undefined otherwise. */
+  getNow(key: Buffer): Version | null | undefined {
+    return this.backend.getNow(this.vdisk(key), key);
   }
 
   async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {

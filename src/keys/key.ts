@@ -15,6 +15,7 @@ const DECIMAL = /^[0-9]+$/;
 
 /** Parses a REST `{key}`, in bob's order of precedence, into keySize bytes. */
 export function parseRestKey(text: string, keySize: number): Buffer {
+  if (text.length <= 15 && DECIMAL.test(text)) return smallDecimalKey(Number(text), keySize);
   if (text.length >= 2 && text.startsWith('{') && text.endsWith('}')) {
     return normalizeKey(guidBytes(text.slice(1, -1)), keySize);
   }
@@ -60,6 +61,18 @@ function guidBytes(text: string): Buffer {
 function hexBytes(digits: string): Buffer {
   if (!HEX.test(digits)) throw new KeyError('Hex parse error: non hexadecimal symbol in parameter');
   return Buffer.from(digits.length % 2 === 1 ? `0${digits}` : digits, 'hex');
+}
+
+// Up to 15 digits, below 2^53: the usual integer key, without a BigInt.
+function smallDecimalKey(n: number, keySize: number): Buffer {
+  if (!Number.isInteger(keySize) || keySize <= 0) throw new RangeError(`invalid key size ${keySize}`);
+  const key = Buffer.allocUnsafe(keySize).fill(0);
+  for (let i = 0; n > 0; i++) {
+    if (i === keySize) throw new KeyError('Key overflow');
+    key[i] = n % 256;
+    n = Math.floor(n / 256);
+  }
+  return key;
 }
 
 // An unsigned integer of any size, stored little-endian.

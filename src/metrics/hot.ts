@@ -30,7 +30,10 @@ abstract class HotMetric<L extends string, C extends Child> {
   readonly help: string;
   readonly aggregator = 'sum';
   private readonly labelNames: readonly L[];
-  private readonly children = new Map<string, C>();
+  private readonly children: C[] = [];
+  // One level per label, keyed by its value: a lookup hashes the (usually
+  // constant) label strings, never a string built per call.
+  private tree = new Map<string, unknown>();
 
   protected constructor(
     readonly type: 'counter' | 'histogram',
@@ -44,13 +47,23 @@ abstract class HotMetric<L extends string, C extends Child> {
 
   /** The child of one label set, in labelNames order; keep it where the values are fixed. */
   child(...values: string[]): C {
-    const key = values.join('\u0000');
-    let c = this.children.get(key);
+    let level = this.tree;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = level.get(values[i]) as Map<string, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        level.set(values[i], next);
+      }
+      level = next;
+    }
+    let c = level.get(values[last]) as C | undefined;
     if (c === undefined) {
       const labels: Labels = {};
       this.labelNames.forEach((n, i) => (labels[n] = values[i]));
       c = this.create(labels);
-      this.children.set(key, c);
+      level.set(values[last], c);
+      this.children.push(c);
     }
     return c;
   }
@@ -60,12 +73,13 @@ abstract class HotMetric<L extends string, C extends Child> {
 
   async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Sample[] }> {
     const values: Sample[] = [];
-    for (const c of this.children.values()) values.push(...this.samples(c));
+    for (const c of this.children) values.push(...this.samples(c));
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 
   reset(): void {
-    this.children.clear();
+    this.children.length = 0;
+    this.tree = new Map();
   }
 }
 

@@ -43,12 +43,35 @@ function recorder(m: NodeMetrics, iface: Interface, path: RequestPath): Recorder
   };
 }
 
+/**
+ * Coordinated GETs, the most frequent request of all, counted without the
+ * closures and label lookups of a Recorder: its label sets are fixed.
+ */
+function recordedGet(api: DataApi, m: NodeMetrics, iface: Interface): DataApi['get'] {
+  const duration = m.requestDuration.child(iface, 'get', 'coordinated');
+  const ok = m.requests.child(iface, 'get', 'coordinated', 'ok');
+  const notFound = m.requests.child(iface, 'get', 'coordinated', 'not_found');
+  return async (key) => {
+    const start = performance.now();
+    try {
+      const v = await api.get(key);
+      (v === null ? notFound : ok).inc();
+      return v;
+    } catch (err) {
+      m.requests.child(iface, 'get', 'coordinated', outcomeOf(err)).inc();
+      throw err;
+    } finally {
+      duration.observe(secondsSince(start));
+    }
+  };
+}
+
 /** Coordinated requests arriving over `iface`. */
 export function instrumentData(api: DataApi, m: NodeMetrics, iface: Interface): DataApi {
   const record = recorder(m, iface, 'coordinated');
   return {
     put: (key, value, ts) => record('put', () => api.put(key, value, ts)),
-    get: (key) => record('get', () => api.get(key), (v) => v !== null),
+    get: recordedGet(api, m, iface),
     exist: (keys) => record('exist', () => api.exist(keys)),
     delete: (key, ts) => record('delete', () => api.delete(key, ts)),
   };

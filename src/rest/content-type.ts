@@ -32,13 +32,30 @@ const SIGNATURES: Signature[] = [
   { type: 'video/webm', bytes: [0x1a, 0x45, 0xdf, 0xa3] },
 ];
 
+// Signatures by the byte at their offset: a value is compared only with the
+// few whose first byte it has (every GET answer is sniffed).
+const BY_OFFSET_BYTE = new Map<number, Array<Array<{ index: number; s: Signature }>>>();
+SIGNATURES.forEach((s, index) => {
+  const off = s.offset ?? 0;
+  let table = BY_OFFSET_BYTE.get(off);
+  if (!table) BY_OFFSET_BYTE.set(off, (table = Array.from({ length: 256 }, () => [])));
+  table[s.bytes[0]].push({ index, s });
+});
+
 export function sniffContentType(value: Buffer): string {
-  for (const s of SIGNATURES) {
-    const off = s.offset ?? 0;
-    if (value.length < off + s.bytes.length) continue;
-    let match = true;
-    for (let i = 0; i < s.bytes.length && match; i++) match = value[off + i] === s.bytes[i];
-    if (match) return s.type;
+  let best: Signature | null = null;
+  let bestIndex = SIGNATURES.length;
+  for (const [off, table] of BY_OFFSET_BYTE) {
+    if (value.length <= off) continue;
+    for (const { index, s } of table[value[off]]) {
+      if (index >= bestIndex || value.length < off + s.bytes.length) continue;
+      let match = true;
+      for (let i = 1; i < s.bytes.length && match; i++) match = value[off + i] === s.bytes[i];
+      if (match) {
+        best = s;
+        bestIndex = index;
+      }
+    }
   }
-  return 'application/octet-stream';
+  return best?.type ?? 'application/octet-stream';
 }

@@ -11,8 +11,11 @@ export function requestMetrics(m: NodeMetrics) {
       await next();
     } finally {
       const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-      m.restRequests.child(ctx.method, route, String(ctx.status)).inc();
+      m.restRequests.child(ctx.method, route, statusText(ctx.status)).inc();
       m.restDuration.child(ctx.method, route).observe(secondsSince(start));
     }
   };
 }
+
+const STATUS_TEXT: string[] = [];
+const statusText = (status: number): string => (STATUS_TEXT[status] ??= String(status));

@@ -32,7 +32,8 @@ export function dataRoutes(d: RestDeps): Router {
     const key = keyOf(ctx);
     const r = await d.data.get(key);
     if (!r) throw errors.keyNotFound(keyToHex(key));
-    ctx.type = sniffContentType(r.value);
+    // A full MIME type already: set as it is, without Koa's lookup of short names.
+    ctx.set('Content-Type', sniffContentType(r.value));
     ctx.body = r.value;
   });
 
