@@ -57,6 +57,8 @@ const std::string& TmpDir() {
   return current_dir;
 }
 
+void Note(const std::string& line) { std::printf("# %s\n", OneLine(line).c_str()); }
+
 uint64_t RandomSeed() {
   // FNV-1a of the test's name: different data per test, the same on every run.
   uint64_t h = 0xCBF29CE484222325ull;

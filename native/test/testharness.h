@@ -37,6 +37,9 @@ const std::string& TmpDir();
 // A seed for the current test's random data (fixed, so runs are repeatable).
 uint64_t RandomSeed();
 
+// Prints a line of diagnostics ("# ...") between the test results.
+void Note(const std::string& line);
+
 namespace internal {
 
 using TestFn = void (*)();

@@ -8,6 +8,7 @@ import { Logger } from '../logging/logger';
 import { DiskController } from './disk-controller';
 import { errors, isOysterError, OysterError } from './errors';
 import { Group } from './group';
+import { settleAll } from './settle';
 
 export type GetSource = 'all' | 'normal' | 'alien';
 
@@ -91,7 +92,7 @@ export class Backend {
   async put(vdisk: number, key: Buffer, timestamp: number, value: Buffer): Promise<void> {
     const local = this.localGroups(vdisk);
     if (local.length === 0) throw errors.internal(`node ${this.selfName} holds no replica of vdisk ${vdisk}`);
-    const results = await Promise.allSettled(local.map((l) => l.disk.use(() => l.group().put(key, timestamp, value))));
+    const results = await settleAll(local.map((l) => l.disk.use(() => l.group().put(key, timestamp, value))));
     let fallback: Promise<void> | null = null;
     for (const [i, r] of results.entries()) {
       if (r.status === 'fulfilled') continue;

@@ -124,7 +124,7 @@ export class Group {
   async put(key: Buffer, timestamp: number, value: Buffer): Promise<void> {
     this.enter();
     try {
-      const h = await this.holderFor(timestamp);
+      const h = this.openHolderOf(timestamp) ?? (await this.holderFor(timestamp));
       await h.write((e) => e.put(key, timestamp, value));
       this.options.observer?.engine('put', 'ok', value.length);
     } catch (err) {
@@ -388,8 +388,14 @@ export class Group {
     });
   }
 
+  /** The open partition a write of `timestamp` goes to, if there is one. */
+  private openHolderOf(timestamp: number): Holder | undefined {
+    return this.holders.find((h) => !h.sealed && h.contains(timestamp));
+  }
+
+  /** The partition a write of `timestamp` goes to, opened (or created) if needed. */
   private async holderFor(timestamp: number): Promise<Holder> {
-    const existing = this.holders.find((h) => !h.sealed && h.contains(timestamp));
+    const existing = this.openHolderOf(timestamp);
     if (existing) return existing;
     const start = this.options.roundStarts ? partitionStart(timestamp, this.options.periodSeconds) : timestamp;
     // A sealed partition may still hold the usual name: number the new one.

@@ -10,6 +10,7 @@
 // consulting alien copies when no replica has the key. A DELETE writes
 // tombstones the same way.
 import { errors, OysterError } from '../backend/errors';
+import { settleAll } from '../backend/settle';
 import { vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { DataApi } from './data-api';
@@ -55,34 +56,48 @@ export class Grinder implements DataApi {
   async put(key: Buffer, value: Buffer, timestamp: number): Promise<void> {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
-    const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, value, timestamp, []) }));
+    const quorum = this.parts.quorum;
     const failed: string[] = [];
     let acked = 0;
-    let pending = writes.length;
-    const quorum = this.parts.quorum;
-    await new Promise<void>((resolve) => {
-      for (const w of writes) {
-        w.done
-          .then(
-            () => (acked += this.topology.replicasOn(vdisk, w.node).length),
-            (err: Error) => {
-              failed.push(w.node);
-              this.log.debug({ node: w.node, vdisk, err: err.message }, 'replica write failed');
-            },
-          )
-          .finally(() => {
-            if (--pending === 0 || acked >= quorum) resolve();
-          });
+    // Replica writes still running when the quorum was reached.
+    let running: Promise<unknown> | null = null;
+    const onFailure = (node: string, err: Error) => {
+      failed.push(node);
+      this.log.debug({ node, vdisk, err: err.message }, 'replica write failed');
+    };
+    if (targets.length === 1) {
+      // One node holds every replica: nothing can answer early.
+      try {
+        await this.node(targets[0]).put(key, value, timestamp, []);
+        acked = this.topology.replicasOn(vdisk, targets[0]).length;
+      } catch (err) {
+        onFailure(targets[0], err as Error);
       }
-    });
+    } else {
+      const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, value, timestamp, []) }));
+      let pending = writes.length;
+      await new Promise<void>((resolve) => {
+        for (const w of writes) {
+          w.done
+            .then(
+              () => (acked += this.topology.replicasOn(vdisk, w.node).length),
+              (err: Error) => onFailure(w.node, err),
+            )
+            .finally(() => {
+              if (--pending === 0 || acked >= quorum) resolve();
+            });
+        }
+      });
+      if (pending > 0) running = Promise.allSettled(writes.map((w) => w.done));
+    }
     if (this.parts.policy === 'simple') {
       if (acked >= quorum) return;
       throw errors.failed(`put reached ${acked} of ${quorum} replicas`);
     }
     if (acked >= quorum) {
-      if (pending === 0 && failed.length === 0) return;
+      if (running === null && failed.length === 0) return;
       // The other replicas finish in the background; those that fail get alien copies.
-      void Promise.allSettled(writes.map((w) => w.done)).then(async () => {
+      void (running ?? Promise.resolve()).then(async () => {
         if (failed.length === 0) return;
         await this.putAliens(vdisk, key, value, timestamp, [...failed]).catch((err: Error) =>
           this.log.error({ vdisk, owners: failed, err: err.message }, 'alien copies of a write could not be stored'),
@@ -234,16 +249,6 @@ export class Grinder implements DataApi {
     } catch (err) {
       if (left.length > 0) throw failedEverywhere(`tombstones could not be written for ${left.join(', ')}`, err);
     }
-  }
-}
-
-/** Promise.allSettled, without its machinery for the usual case of one promise (a single replica). */
-async function settleAll<T>(promises: Array<Promise<T>>): Promise<Array<PromiseSettledResult<T>>> {
-  if (promises.length !== 1) return Promise.allSettled(promises);
-  try {
-    return [{ status: 'fulfilled', value: await promises[0] }];
-  } catch (reason) {
-    return [{ status: 'rejected', reason }];
   }
 }
 

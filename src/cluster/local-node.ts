@@ -20,9 +20,13 @@ export class LocalNode implements NodeApi {
     return vdiskOf(key, this.topology.vdiskCount);
   }
 
-  async put(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
+  put(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
+    if (remoteNodes.length === 0) return this.backend.put(this.vdisk(key), key, timestamp, value);
+    return this.putAliens(key, value, timestamp, remoteNodes);
+  }
+
+  private async putAliens(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
     const vdisk = this.vdisk(key);
-    if (remoteNodes.length === 0) return this.backend.put(vdisk, key, timestamp, value);
     // Alien copies for nodes that cannot be reached; an unknown owner would
     // leave copies nobody could ever deliver.
     for (const owner of remoteNodes) {

@@ -41,6 +41,44 @@ t.test('decimal keys are little-endian integers; hex keys are byte strings in wr
   t.equal(hex(parseRestKey('6f9619ff-8b86-d011-b42d-00cf4fc964ff', 32)), '6f9619ff8b86d011b42d00cf4fc964ff' + zeros(16));
 });
 
+t.test('short decimal keys (read as a double) and long ones (as a BigInt) agree', async (t) => {
+  // The little-endian bytes of n, computed independently.
+  const reference = (n: bigint, size: number) => {
+    const out = Buffer.alloc(size);
+    for (let i = 0; n > 0n; i++, n >>= 8n) out[i] = Number(n & 0xffn);
+    return out.toString('hex');
+  };
+  const samples = [0n, 1n, 255n, 256n, 65535n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 48n + 7n, 10n ** 14n, 10n ** 15n - 1n, 10n ** 15n, 2n ** 53n, 2n ** 64n - 1n];
+  let x = 0x2545f491n;
+  for (let i = 0; i < 200; i++) {
+    x = (x * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n;
+    samples.push(x % 10n ** BigInt(1 + (i % 17)));
+  }
+  for (const n of samples) {
+    for (const size of [8, 16, 32]) {
+      t.equal(hex(parseRestKey(n.toString(), size)), reference(n, size), `${n} as ${size} bytes`);
+    }
+  }
+  for (const [text, size, fits] of [
+    ['255', 1, true],
+    ['256', 1, false],
+    ['65535', 2, true],
+    ['65536', 2, false],
+    ['4294967295', 4, true],
+    ['4294967296', 4, false],
+    ['999999999999999', 6, false],
+    ['999999999999999', 7, true],
+    ['000000000000256', 1, false],
+  ] as const) {
+    if (fits) t.equal(hex(parseRestKey(text, size)), reference(BigInt(text), size), `${text} fits ${size} byte(s)`);
+    else t.throws(() => parseRestKey(text, size), new KeyError('Key overflow'), `${text} overflows ${size} byte(s)`);
+  }
+  const a = parseRestKey('7', 8);
+  const b = parseRestKey('7', 8);
+  a[0] = 9;
+  t.equal(b[0], 7, 'every parse returns a key of its own');
+});
+
 t.test('bounds for 8-, 16- and 32-byte keys', async (t) => {
   const u64max = (2n ** 64n - 1n).toString();
   const u128max = (2n ** 128n - 1n).toString();

@@ -27,6 +27,29 @@ t.test('counter children add up per label set', async (t) => {
   t.equal(counter.child('get', 'ok'), counter.child('get', 'ok'), 'a label set resolves to one child');
 });
 
+t.test('label values are kept apart whatever characters they hold', async (t) => {
+  const { registry, counter } = setup();
+  counter.child('a', 'bc').inc();
+  counter.child('ab', 'c').inc(2);
+  counter.child('a\u0000b', 'c').inc(3);
+  counter.child('a', '\u0000bc').inc(4);
+  t.not(counter.child('a', 'bc'), counter.child('ab', 'c'));
+  const json = await registry.getMetricsAsJSON();
+  t.same(
+    json[0].values.map((v) => [v.labels.op, v.labels.outcome, v.value]),
+    [
+      ['a', 'bc', 1],
+      ['ab', 'c', 2],
+      ['a\u0000b', 'c', 3],
+      ['a', '\u0000bc', 4],
+    ],
+    'one series per label set, in the order they appeared',
+  );
+  registry.resetMetrics();
+  counter.child('a', 'bc').inc(5);
+  t.same((await registry.getMetricsAsJSON())[0].values.map((v) => v.value), [5], 'a child made after reset starts anew');
+});
+
 t.test('histogram buckets are cumulative with inclusive bounds, sorted', async (t) => {
   const { registry, histogram } = setup();
   const h = histogram.child('get');
