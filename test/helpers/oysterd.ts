@@ -9,15 +9,36 @@ import YAML from 'yaml';
 
 const BIN = path.resolve(__dirname, '..', '..', '..', 'bin', 'oysterd.js');
 
-/** A TCP port that was free a moment ago. */
+/**
+ * A TCP port that was free a moment ago. Taken below the kernel's range of
+ * ephemeral ports: a port the kernel handed out and took back could go to
+ * the next outgoing connection (of this test run's many) before the node
+ * that is to listen on it starts.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const low = ephemeralLow();
+  const from = Math.max(1024, low - 20000);
+  for (;;) {
+    const port = from + Math.floor(Math.random() * (low - from));
+    if (await canListen(port)) return port;
+  }
+}
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 2048) return low;
+  } catch {
+    // not Linux: its default
+  }
+  return 32768;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
