@@ -1,4 +1,4 @@
-// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=2] [--client=undici|http]
+// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http]
 //
 // REST data API throughput and latency of a real oysterd (one node, one
 // disk, spawned on a temporary configuration as the tests do) against the
@@ -20,7 +20,7 @@ const KEYS = arg('keys', 100_000);
 const GETS = arg('gets', 100_000);
 const POSTS = arg('posts', 100_000);
 const CONCURRENCY = arg('concurrency', 64);
-const ROUNDS = arg('rounds', 2);
+const ROUNDS = arg('rounds', 4);
 const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
 const VALUE = 1024;
 

@@ -1,7 +1,8 @@
 // Engine stores the records of one partition directory: append-only blob
 // files, index files for closed blobs, crash recovery on open. Reads are
-// blocking and thread-safe; writes are queued and written in batches by one
-// writer at a time on the executor, which also gives group commit.
+// thread-safe and may block, unless ReadOptions::no_wait; writes are queued
+// and written in batches by one writer at a time on the executor, which also
+// gives group commit.
 
 #ifndef OYSTER_ENGINE_ENGINE_H_
 #define OYSTER_ENGINE_ENGINE_H_

@@ -5,6 +5,7 @@
 // read.
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -81,6 +82,30 @@ TEST(NoWaitRead, FileReadsMatchBlockingReads) {
   ASSERT_TRUE(buf.compare(0, 1000, data, 9000, 1000) == 0);
   ASSERT_OK(f->ReadNoWait(20000, 10, buf.data(), &n));
   ASSERT_EQ(n, 0u);
+}
+
+// Reads leave a file's access time alone: updating it could make a read on
+// the event loop wait for the file system's journal.
+TEST(NoWaitRead, ReadsLeaveAccessTimes) {
+  const std::string path = test::TmpDir() + "/file";
+  std::unique_ptr<File> f;
+  ASSERT_OK(FileSystem::Default()->OpenFile(path, true, &f));
+  const IoSlice data{"0123456789", 10};
+  ASSERT_OK(f->Write(0, &data, 1));
+  // An access time older than the last change: relatime would renew it on the next read.
+  struct timespec times[2] = {{1000000000, 0}, {0, UTIME_OMIT}};
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  char buf[10];
+  size_t n = 0;
+  ASSERT_OK(f->Read(0, 10, buf, &n));
+  Status s = f->ReadNoWait(0, 10, buf, &n);
+  ASSERT_TRUE(s.ok() || s.IsWouldBlock()) << s.ToString();
+  std::unique_ptr<File> again;
+  ASSERT_OK(FileSystem::Default()->OpenFile(path, false, &again));
+  ASSERT_OK(again->Read(0, 10, buf, &n));
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  ASSERT_EQ(static_cast<int64_t>(st.st_atim.tv_sec), 1000000000);
 }
 
 // Across active and closed blobs, overwrites and tombstones, after a reopen
