@@ -392,6 +392,8 @@ Status Engine::Read(const ReadOptions& options, const char* key, const RecordLoc
   result->kind = GetResult::kAbsent;
   result->timestamp = where.entry.timestamp;
   Status s = where.blob->ReadRecord(key, options_.key_size, where.entry, &result->record, options.no_wait);
+  // The read that may wait counts and reports damage; a no-wait read leaves it to that one.
+  if (s.IsCorruption() && options.no_wait) return Status::WouldBlock("record failed its checks");
   if (s.IsCorruption()) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
   if (s.ok()) result->kind = GetResult::kFound;
   return s;

@@ -60,8 +60,10 @@ struct RecordLocation {
 // How a read may proceed (as LevelDB's ReadOptions).
 struct ReadOptions {
   // Answer from memory and the page cache only: WouldBlock instead of waiting
-  // for the disk, for a lock a writer holds, or for an index repair. The
-  // event loop reads this way and hands the reads that would block to the pool.
+  // for the disk, for a lock a writer holds, or for an index repair, and
+  // instead of reporting a damaged record (the read that follows reports and
+  // counts it). The event loop reads this way and hands the reads that would
+  // block to the pool.
   bool no_wait = false;
 };
 

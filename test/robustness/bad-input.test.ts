@@ -574,7 +574,10 @@ t.test('hostile requests get 4xx StatusExt answers and change nothing', async (t
     addRaw({ name: `raw ${label} in a header name`, steps: [Buffer.concat([Buffer.from(`GET /data/1 HTTP/1.1\r\n${H}X`), bytes, Buffer.from(': b\r\n\r\n')])], expect: [[400]] });
   }
   addRaw({ name: '64 KiB path', steps: [`GET /data/${'1'.repeat(65536)} HTTP/1.1\r\n${H}\r\n`], expect: [[431]] });
-  addRaw({ name: '1 MiB path', steps: [`GET /${'a'.repeat(1 << 20)} HTTP/1.1\r\n${H}\r\n`], expect: [[431]] });
+  // Node answers 431 and closes while most of the megabyte is still unread,
+  // so the kernel resets the connection, and the reset may reach this client
+  // before the answer it discards: no answer is fine, a wrong one is not.
+  addRaw({ name: '1 MiB path', steps: [`GET /${'a'.repeat(1 << 20)} HTTP/1.1\r\n${H}\r\n`], expect: [[431]], noneOk: true });
   addRaw({ name: '100 KiB header', steps: [`GET /data/1 HTTP/1.1\r\n${H}X-Big: ${'v'.repeat(100_000)}\r\n\r\n`], expect: [[431]] });
   addRaw({ name: '10000 headers', steps: [`GET /data/1 HTTP/1.1\r\n${H}${'X: y\r\n'.repeat(10_000)}\r\n`], expect: [[431]] });
   addRaw({ name: 'header without colon', steps: [`GET /data/1 HTTP/1.1\r\n${H}NoColon\r\n\r\n`], expect: [[400]] });
