@@ -536,11 +536,14 @@ EngineSetWrap::EngineSetWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   meta_ref_ = Napi::Persistent(info[2].As<Napi::Object>());
 }
 
+bool EngineSetWrap::CheckConstructed(Napi::Env env) {
+  if (!engines_.empty()) return true;
+  Napi::Error::New(env, "the engine set was not constructed").ThrowAsJavaScriptException();
+  return false;
+}
+
 const char* EngineSetWrap::KeyArg(const Napi::CallbackInfo& info) {
-  if (engines_.empty()) {
-    Napi::Error::New(info.Env(), "the engine set was not constructed").ThrowAsJavaScriptException();
-    return nullptr;
-  }
+  if (!CheckConstructed(info.Env())) return nullptr;
   void* key = nullptr;
   size_t n = 0;
   const size_t k = key_size();
@@ -566,8 +569,6 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
   int best;
   LookupResult newest;
   RecordLocation where;
-  read_.kind = GetResult::kAbsent;
-  read_.timestamp = 0;
   Status s = FindNewestAmong(no_wait, engines_, key, &best, &newest, &where);
   if (s.ok() && best >= 0 && newest.kind == GetResult::kFound) {
     // A large value is no job for the event loop, even from the page cache.
@@ -575,12 +576,9 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
     s = engines_[best]->Read(no_wait, key, where, &read_);
   }
   if (s.IsWouldBlock()) return env.Undefined();
+  // Damage is never among these: a no-wait read leaves it to getNewest.
   if (!s.ok()) {
-    Napi::Error e = StatusToError(env, s);
-    if (s.IsCorruption() && read_.timestamp != 0) {
-      e.Set("timestamp", Napi::Number::New(env, static_cast<double>(read_.timestamp)));
-    }
-    e.ThrowAsJavaScriptException();
+    StatusToError(env, s).ThrowAsJavaScriptException();
     return env.Undefined();
   }
   if (best < 0) return Napi::Number::New(env, -1);
@@ -593,11 +591,7 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
 Napi::Value EngineSetWrap::LookupNewest(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string keys;
-  if (engines_.empty()) {
-    Napi::Error::New(env, "the engine set was not constructed").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  if (!KeyListArg(info[0], key_size(), &keys)) return env.Undefined();
+  if (!CheckConstructed(env) || !KeyListArg(info[0], key_size(), &keys)) return env.Undefined();
   return StartOp<LookupNewestOp>(env, engines_, std::move(keys));
 }
 

@@ -61,12 +61,15 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   // memory and the page cache: -1 no record, -2 a tombstone, else the value's
   // length, the value at the start of `into`; meta[0] is the timestamp.
   // undefined where that would mean waiting (for the disk, a writer, a
-  // repair) or the value does not fit `into`. Throws what getNewest rejects with.
+  // repair, a damaged record) or the value does not fit `into`. Throws what
+  // getNewest rejects with otherwise (a closed engine, an I/O error).
   Napi::Value ReadNewestNow(const Napi::CallbackInfo& info);
   // lookupNewest(keys) -> Promise<LookupResult[]>
   Napi::Value LookupNewest(const Napi::CallbackInfo& info);
 
   size_t key_size() const { return engines_[0]->options().key_size; }
+  // Throws and returns false if the constructor refused its arguments.
+  bool CheckConstructed(Napi::Env env);
   // Validates the key argument; throws and returns nullptr if it is unusable.
   const char* KeyArg(const Napi::CallbackInfo& info);
 

@@ -390,15 +390,8 @@ TEST(Recovery, DamagedRecordHeader) {
 // one counts a corrupt read, rebuilds the index from the blob and succeeds.
 TEST(Recovery, DamagedIndexBlock) {
   TestEngine db(PartitionDir());
-  ASSERT_OK(db.Open());
   test::Model model;
-  std::vector<WriteOp> ops = Puts(0, 500, 1, 10);
-  for (const Status& s : test::WriteAll(db.get(), ops)) ASSERT_OK(s);
-  for (const WriteOp& op : ops) model.Apply(op);
-  ASSERT_OK(db.Close());
-  // 102 entries per block for 16-byte keys; keys sort by number.
-  test::FlipByte(test::IndexPath(db.dir(), 1), 4096 + 2 * 4096 + 100);
-  ASSERT_OK(db.Open());
+  test::WriteBlobWithDamagedIndexBlock(&db, &model);
   ASSERT_EQ(db.report().indexes_loaded, 1u);
   for (uint64_t i = 0; i < 500; i++) {
     GetResult g;

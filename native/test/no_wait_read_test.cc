@@ -215,15 +215,8 @@ TEST(NoWaitRead, UncachedDataWouldBlock) {
 // counted twice.
 TEST(NoWaitRead, DamagedIndexBlockWaitsForTheRepair) {
   TestEngine db(test::TmpDir() + "/partition");
-  ASSERT_OK(db.Open());
   test::Model model;
-  std::vector<WriteOp> ops = Puts(0, 500, 1, 10);
-  for (const Status& s : test::WriteAll(db.get(), ops)) ASSERT_OK(s);
-  for (const WriteOp& op : ops) model.Apply(op);
-  ASSERT_OK(db.Close());
-  // 102 entries per block for 16-byte keys: block 2 holds keys 204..305.
-  test::FlipByte(test::IndexPath(db.dir(), 1), 4096 + 2 * 4096 + 100);
-  ASSERT_OK(db.Open());
+  test::WriteBlobWithDamagedIndexBlock(&db, &model);
   GetResult g;
   ASSERT_STATUS(kWouldBlock, db->Get(NoWait(), Key(250).data(), &g));
   ASSERT_EQ(db->Stats().corrupt_reads, 0u);

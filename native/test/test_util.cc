@@ -290,6 +290,17 @@ void Model::Verify(Engine* engine) const {
   }
 }
 
+void WriteBlobWithDamagedIndexBlock(TestEngine* db, Model* model) {
+  ASSERT_OK(db->Open());
+  std::vector<WriteOp> ops = Puts(0, 500, 1, 10);
+  for (const Status& s : WriteAll(db->get(), ops)) ASSERT_OK(s);
+  for (const WriteOp& op : ops) model->Apply(op);
+  ASSERT_OK(db->Close());
+  // 102 entries per 4 KiB block for 16-byte keys; keys sort by number.
+  FlipByte(IndexPath(db->dir(), 1), 4096 + 2 * 4096 + 100);
+  ASSERT_OK(db->Open());
+}
+
 EngineOptions TestOptions() {
   EngineOptions o;
   o.key_size = 16;

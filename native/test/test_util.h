@@ -178,6 +178,13 @@ class Model {
 // first error, and applies each acknowledged one to the model.
 void WriteEach(Engine* engine, const std::vector<WriteOp>& ops, Model* model);
 
+class TestEngine;
+
+// Writes keys [0, 500) at timestamp 1 (10-byte values) into one blob,
+// closes it and damages its index block 2 (keys 204..305 with 16-byte keys),
+// then reopens it; `model` gets the writes.
+void WriteBlobWithDamagedIndexBlock(TestEngine* db, Model* model);
+
 // Options used by the engine tests unless a test changes them.
 EngineOptions TestOptions();
 

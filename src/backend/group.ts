@@ -136,12 +136,12 @@ export class Group {
 
   /** The newest record of key across all partitions (tombstones included). */
   async get(key: Buffer): Promise<GetResult> {
+    // Most reads are answered from the page cache at once; the others wait on the engine threads.
+    const now = this.getNow(key);
+    if (now !== undefined) return now;
     this.enter();
     try {
-      if (this.engines.size === 0) return null;
-      // Most reads are answered from the page cache at once; the others wait on the engine threads.
-      let r = this.engines.readNewestNow(key);
-      if (r === undefined) r = await this.engines.getNewest(key);
+      const r = await this.engines.getNewest(key);
       this.options.observer?.engine('get', r === null ? 'not_found' : 'ok', r?.kind === 'found' ? r.value.length : 0);
       return r;
     } catch (err) {
@@ -158,6 +158,7 @@ export class Group {
    */
   getNow(key: Buffer): GetResult | undefined {
     if (this.state !== 'running') return undefined;
+    if (this.engines.size === 0) return null;
     let r: GetResult | undefined;
     try {
       r = this.engines.readNewestNow(key);
