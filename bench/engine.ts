@@ -13,6 +13,9 @@ import path from 'node:path';
 import { Engine, EngineStats, engineInfo, RecoveryReport } from '../src/engine/engine';
 import { arg, benchDir, fmt, machine, runWindow, table } from './lib';
 
+// Every put carries a version as a coordinator stamps it: bob's second, a tick and a node id.
+const VERSION = { timestamp: 1_700_000_000, tick: 1_700_000_000_000_000, node: 1 };
+
 const RECORDS = arg('records', 1_000_000);
 const SYNC_RECORDS = arg('sync-records', 100_000);
 const REOPEN_RECORDS = arg('reopen-records', 10_000_000);
@@ -57,7 +60,7 @@ async function fsBaseline(dir: string, n: number, sync: boolean): Promise<{ writ
   // file (the offset reserved up front, as an engine would), then random reads.
   const file = path.join(dir, 'baseline.dat');
   const fh = await fs.promises.open(file, 'w+');
-  const header = 52; // same bytes per record as the engine writes for a 16-byte key
+  const header = engineInfo.format.recordFixedSize + KEY; // the bytes per record the engine writes besides the value
   const rec = VALUE + header;
   let tail = 0;
   const wsec = await runWindow(n, CONCURRENCY, async (i) => {
@@ -81,7 +84,7 @@ async function putGet(rows: Row[]): Promise<void> {
   try {
     const base = await fsBaseline(dir, RECORDS, false);
     let e = await Engine.open(path.join(dir, 'p'), { keySize: KEY });
-    const putSec = await runWindow(RECORDS, CONCURRENCY, (i) => e.put(key(i), 1_700_000_000, valueFor(i)));
+    const putSec = await runWindow(RECORDS, CONCURRENCY, (i) => e.put(key(i), VERSION, valueFor(i)));
     rows.push({ what: 'put 1 KiB (no sync)', ops: RECORDS, seconds: putSec, baseline: base.write });
 
     const order = shuffled(RECORDS);
@@ -102,7 +105,7 @@ async function putGet(rows: Row[]): Promise<void> {
 
     const sbase = await fsBaseline(dir, SYNC_RECORDS, true);
     const s = await Engine.open(path.join(dir, 's'), { keySize: KEY, syncWrites: true });
-    const syncSec = await runWindow(SYNC_RECORDS, CONCURRENCY, (i) => s.put(key(i), 1_700_000_000, valueFor(i)));
+    const syncSec = await runWindow(SYNC_RECORDS, CONCURRENCY, (i) => s.put(key(i), VERSION, valueFor(i)));
     rows.push({ what: 'put 1 KiB, sync_writes (group commit)', ops: SYNC_RECORDS, seconds: syncSec, baseline: sbase.write });
     await s.close();
   } finally {
@@ -116,7 +119,7 @@ async function reopen(): Promise<string[]> {
   try {
     const small = Buffer.alloc(8, 1);
     const e = await Engine.open(dir, { keySize: KEY });
-    const wsec = await runWindow(REOPEN_RECORDS, 1024, (i) => e.put(key(i), 1_700_000_000, small));
+    const wsec = await runWindow(REOPEN_RECORDS, 1024, (i) => e.put(key(i), VERSION, small));
     await e.close();
     out.push(`- loaded ${fmt(REOPEN_RECORDS)} records of 8 B in ${fmt(wsec, 1)} s (${fmt(REOPEN_RECORDS / wsec)} puts/s)`);
 

@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "addon/js_records.h"
 #include "addon/js_status.h"
 #include "engine/format.h"
+#include "engine/version.h"
 
 namespace oyster {
 namespace {
@@ -16,6 +18,10 @@ namespace {
 constexpr size_t kCopyThreshold = 64 << 10;
 
 constexpr double kMaxSafeInteger = 9007199254740991.0;
+
+// Whether a read got as far as the newest record, whose version a
+// corruption error then names.
+bool Known(const Version& v) { return v.timestamp != 0 || v.stamp != 0; }
 
 // A copy of one key, kept inside the operation (no allocation for the usual sizes).
 class KeyCopy {
@@ -72,10 +78,10 @@ class Op : public Completion {
 class WriteOp final : public Op, public WriteRequest {
  public:
   WriteOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
-          uint64_t ts, bool is_tombstone)
+          const Version& v, bool is_tombstone)
       : Op(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
     key = key_.data();
-    timestamp = ts;
+    version = v;
     tombstone = is_tombstone;
   }
 
@@ -120,20 +126,18 @@ Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {
 }
 
 Napi::Value GetResultToJs(Napi::Env env, GetResult* r) {
-  if (r->kind == GetResult::kAbsent) return env.Null();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("kind", r->kind == GetResult::kFound ? "found" : "deleted");
-  o.Set("timestamp", Napi::Number::New(env, static_cast<double>(r->timestamp)));
-  if (r->kind == GetResult::kFound) o.Set("value", MakeBuffer(env, &r->record));
-  return o;
+  return RecordToJs(env, r->kind, r->version, r->kind == GetResult::kFound ? MakeBuffer(env, &r->record) : Napi::Value());
 }
 
-Napi::Value LookupToJs(Napi::Env env, const LookupResult& r) {
-  if (r.kind == GetResult::kAbsent) return env.Null();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("kind", r.kind == GetResult::kFound ? "found" : "deleted");
-  o.Set("timestamp", Napi::Number::New(env, static_cast<double>(r.timestamp)));
-  return o;
+Napi::Value LookupsToJs(Napi::Env env, const std::vector<LookupResult>& results) {
+  Napi::Array a = Napi::Array::New(env, results.size());
+  for (uint32_t i = 0; i < results.size(); i++) a.Set(i, RecordToJs(env, results[i].kind, results[i].version));
+  return a;
+}
+
+// Names the damaged record's version on a corruption error.
+void DecorateCorruption(Napi::Env env, const Status& s, const GetResult& r, Napi::Error& e) {
+  if (s.IsCorruption() && Known(r.version)) e.Set("version", VersionToJs(env, r.version));
 }
 
 class GetOp final : public Op {
@@ -145,11 +149,7 @@ class GetOp final : public Op {
 
   Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
 
-  void Decorate(Napi::Env env, Napi::Error& e) override {
-    if (status_.IsCorruption() && result_.timestamp != 0) {
-      e.Set("timestamp", Napi::Number::New(env, static_cast<double>(result_.timestamp)));
-    }
-  }
+  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_, e); }
 
  private:
   std::shared_ptr<Engine> engine_;
@@ -157,88 +157,43 @@ class GetOp final : public Op {
   GetResult result_;
 };
 
-// Which of several engines (the partitions of one vdisk) holds the newest
-// record of key: *best is its position, -1 if none has one, and *where the
-// record's place for Engine::Read. Lookups are cheap (bloom filters,
-// memory); ties go to the earlier engine in the list.
-Status FindNewestAmong(const ReadOptions& options, const std::vector<std::shared_ptr<Engine>>& engines,
-                       const char* key, int* best, LookupResult* newest, RecordLocation* where) {
-  *best = -1;
-  RecordLocation at;
-  for (size_t i = 0; i < engines.size(); i++) {
-    LookupResult r;
-    Status s = engines[i]->Locate(options, key, &r, &at);
-    if (!s.ok()) return s;
-    if (r.kind != GetResult::kAbsent && (*best < 0 || r.timestamp > newest->timestamp)) {
-      *best = static_cast<int>(i);
-      *newest = r;
-      *where = std::move(at);
-    }
-  }
-  return Status::OK();
-}
-
-// Newest record of a key across several engines in one trip to the pool;
-// only the winner's value is read.
+// Newest record of a key across the engines of a set in one trip to the
+// pool; only the winner's value is read.
 class GetNewestOp final : public Op {
  public:
-  GetNewestOp(Napi::Env env, AddonData* data, std::vector<std::shared_ptr<Engine>> engines, const char* k)
-      : Op(env, data), engines_(std::move(engines)), key_(k, engines_[0]->options().key_size) {}
+  GetNewestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, const char* k)
+      : Op(env, data), set_(std::move(set)), key_(k, set_->key_size()) {}
 
-  void Run() override {
-    int best;
-    LookupResult newest;
-    RecordLocation where;
-    status_ = FindNewestAmong(ReadOptions(), engines_, key_.data(), &best, &newest, &where);
-    if (!status_.ok() || best < 0) return;
-    result_.kind = newest.kind;
-    result_.timestamp = newest.timestamp;
-    if (newest.kind == GetResult::kFound) status_ = engines_[best]->Read(ReadOptions(), key_.data(), where, &result_);
-  }
+  void Run() override { status_ = set_->Get(ReadOptions(), key_.data(), &result_); }
 
   Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
 
-  void Decorate(Napi::Env env, Napi::Error& e) override {
-    if (status_.IsCorruption() && result_.timestamp != 0) {
-      e.Set("timestamp", Napi::Number::New(env, static_cast<double>(result_.timestamp)));
-    }
-  }
+  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_, e); }
 
  private:
-  std::vector<std::shared_ptr<Engine>> engines_;
+  std::shared_ptr<const EngineSet> set_;
   KeyCopy key_;
   GetResult result_;
 };
 
-// Newest version (without value) of each key across several engines.
+// Newest version (without value) of each key across the engines of a set.
 class LookupNewestOp final : public Op {
  public:
-  LookupNewestOp(Napi::Env env, AddonData* data, std::vector<std::shared_ptr<Engine>> engines, std::string keys)
-      : Op(env, data), engines_(std::move(engines)), keys_(std::move(keys)) {}
+  LookupNewestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, std::string keys)
+      : Op(env, data), set_(std::move(set)), keys_(std::move(keys)) {}
 
   void Run() override {
-    const size_t k = engines_[0]->options().key_size;
+    const size_t k = set_->key_size();
     results_.resize(keys_.size() / k);
-    for (size_t i = 0; i < results_.size(); i++) {
-      for (const auto& e : engines_) {
-        LookupResult r;
-        status_ = e->Lookup(keys_.data() + i * k, &r);
-        if (!status_.ok()) return;
-        if (r.kind != GetResult::kAbsent && (results_[i].kind == GetResult::kAbsent || r.timestamp > results_[i].timestamp)) {
-          results_[i] = r;
-        }
-      }
+    for (size_t i = 0; i < results_.size() && status_.ok(); i++) {
+      status_ = set_->Lookup(ReadOptions(), keys_.data() + i * k, &results_[i]);
     }
   }
 
-  Napi::Value Result(Napi::Env env) override {
-    Napi::Array a = Napi::Array::New(env, results_.size());
-    for (uint32_t i = 0; i < results_.size(); i++) a.Set(i, LookupToJs(env, results_[i]));
-    return a;
-  }
+  Napi::Value Result(Napi::Env env) override { return LookupsToJs(env, results_); }
 
  private:
-  std::vector<std::shared_ptr<Engine>> engines_;
+  std::shared_ptr<const EngineSet> set_;
   std::string keys_;
   std::vector<LookupResult> results_;
 };
@@ -256,11 +211,7 @@ class ExistsOp final : public Op {
     }
   }
 
-  Napi::Value Result(Napi::Env env) override {
-    Napi::Array a = Napi::Array::New(env, results_.size());
-    for (uint32_t i = 0; i < results_.size(); i++) a.Set(i, LookupToJs(env, results_[i]));
-    return a;
-  }
+  Napi::Value Result(Napi::Env env) override { return LookupsToJs(env, results_); }
 
  private:
   std::shared_ptr<Engine> engine_;
@@ -365,18 +316,34 @@ bool IntegerOption(Napi::Object opts, const char* name, double max, uint64_t* ou
   return true;
 }
 
-bool TimestampArg(const Napi::CallbackInfo& info, size_t i, uint64_t* ts) {
+// Argument i as an integer in 0..max (`range` spells it out for the error);
+// throws and returns false otherwise.
+bool IntegerArg(const Napi::CallbackInfo& info, size_t i, const char* name, double max, const char* range,
+                uint64_t* out) {
   Napi::Env env = info.Env();
-  if (!info[i].IsNumber()) {
-    Napi::TypeError::New(env, "timestamp must be a number").ThrowAsJavaScriptException();
+  double d;
+  // One call: fails for anything but a number.
+  if (napi_get_value_double(env, info[i], &d) != napi_ok) {
+    Napi::TypeError::New(env, std::string(name) + " must be a number").ThrowAsJavaScriptException();
     return false;
   }
-  double d = info[i].As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d > kMaxSafeInteger || std::floor(d) != d) {
-    Napi::RangeError::New(env, "timestamp must be an integer in 0..2^53-1").ThrowAsJavaScriptException();
+  if (!(d >= 0) || d > max || std::floor(d) != d) {
+    Napi::RangeError::New(env, std::string(name) + " must be an integer in " + range).ThrowAsJavaScriptException();
     return false;
   }
-  *ts = static_cast<uint64_t>(d);
+  *out = static_cast<uint64_t>(d);
+  return true;
+}
+
+// The version passed as arguments i, i+1, i+2 (timestamp, tick, node).
+bool VersionArgs(const Napi::CallbackInfo& info, size_t i, Version* v) {
+  uint64_t timestamp, tick, node;
+  if (!IntegerArg(info, i, "timestamp", kMaxSafeInteger, "0..2^53-1", &timestamp) ||
+      !IntegerArg(info, i + 1, "tick", static_cast<double>(kMaxTick), "0..2^52-1", &tick) ||
+      !IntegerArg(info, i + 2, "node", static_cast<double>(kMaxNodeId), "0..4095", &node)) {
+    return false;
+  }
+  *v = Version::Of(timestamp, tick, static_cast<uint32_t>(node));
   return true;
 }
 
@@ -519,15 +486,17 @@ Napi::Function EngineSetWrap::Define(Napi::Env env) {
 
 EngineSetWrap::EngineSetWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineSetWrap>(info) {
   Napi::Env env = info.Env();
-  if (!EnginesArg(info[0], &engines_)) return;
+  std::vector<std::shared_ptr<Engine>> engines;
+  if (!EnginesArg(info[0], &engines)) return;
   void* into = nullptr;
   void* meta = nullptr;
   size_t meta_length = 0;
   if (!TypedArrayArg(env, info[1], napi_uint8_array, &into, &into_size_) ||
-      !TypedArrayArg(env, info[2], napi_float64_array, &meta, &meta_length) || meta_length < 1) {
-    Napi::TypeError::New(env, "new EngineSet(engines, into: Buffer, meta: Float64Array(1))").ThrowAsJavaScriptException();
+      !TypedArrayArg(env, info[2], napi_float64_array, &meta, &meta_length) || meta_length < 3) {
+    Napi::TypeError::New(env, "new EngineSet(engines, into: Buffer, meta: Float64Array(3))").ThrowAsJavaScriptException();
     return;
   }
+  set_ = std::make_shared<const EngineSet>(std::move(engines));
   into_ = static_cast<char*>(into);
   meta_ = static_cast<double*>(meta);
   // Their memory stays where it is (ArrayBuffer backing stores do not move)
@@ -537,7 +506,7 @@ EngineSetWrap::EngineSetWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
 }
 
 bool EngineSetWrap::CheckConstructed(Napi::Env env) {
-  if (!engines_.empty()) return true;
+  if (set_) return true;
   Napi::Error::New(env, "the engine set was not constructed").ThrowAsJavaScriptException();
   return false;
 }
@@ -546,7 +515,7 @@ const char* EngineSetWrap::KeyArg(const Napi::CallbackInfo& info) {
   if (!CheckConstructed(info.Env())) return nullptr;
   void* key = nullptr;
   size_t n = 0;
-  const size_t k = key_size();
+  const size_t k = set_->key_size();
   if (!TypedArrayArg(info.Env(), info[0], napi_uint8_array, &key, &n) || n != k) {
     Napi::TypeError::New(info.Env(), "key must be a Buffer of " + std::to_string(k) + " bytes").ThrowAsJavaScriptException();
     return nullptr;
@@ -557,7 +526,7 @@ const char* EngineSetWrap::KeyArg(const Napi::CallbackInfo& info) {
 Napi::Value EngineSetWrap::GetNewest(const Napi::CallbackInfo& info) {
   const char* key = KeyArg(info);
   if (key == nullptr) return info.Env().Undefined();
-  return StartOp<GetNewestOp>(info.Env(), engines_, key);
+  return StartOp<GetNewestOp>(info.Env(), set_, key);
 }
 
 Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
@@ -566,14 +535,13 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
   if (key == nullptr) return env.Undefined();
   ReadOptions no_wait;
   no_wait.no_wait = true;
-  int best;
   LookupResult newest;
-  RecordLocation where;
-  Status s = FindNewestAmong(no_wait, engines_, key, &best, &newest, &where);
-  if (s.ok() && best >= 0 && newest.kind == GetResult::kFound) {
+  EngineSet::Location where;
+  Status s = set_->Locate(no_wait, key, &newest, &where);
+  if (s.ok() && newest.kind == GetResult::kFound) {
     // A large value is no job for the event loop, even from the page cache.
     if (newest.value_size > into_size_) return env.Undefined();
-    s = engines_[best]->Read(no_wait, key, where, &read_);
+    s = set_->Read(no_wait, key, where, &read_);
   }
   if (s.IsWouldBlock()) return env.Undefined();
   // Damage is never among these: a no-wait read leaves it to getNewest.
@@ -581,8 +549,10 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
     StatusToError(env, s).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  if (best < 0) return Napi::Number::New(env, -1);
-  meta_[0] = static_cast<double>(newest.timestamp);
+  if (newest.kind == GetResult::kAbsent) return Napi::Number::New(env, -1);
+  meta_[0] = static_cast<double>(newest.version.timestamp);
+  meta_[1] = static_cast<double>(newest.version.tick());
+  meta_[2] = newest.version.node();
   if (newest.kind == GetResult::kDeleted) return Napi::Number::New(env, -2);
   std::memcpy(into_, read_.record.value(), read_.record.value_size);
   return Napi::Number::New(env, static_cast<double>(read_.record.value_size));
@@ -591,8 +561,8 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
 Napi::Value EngineSetWrap::LookupNewest(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string keys;
-  if (!CheckConstructed(env) || !KeyListArg(info[0], key_size(), &keys)) return env.Undefined();
-  return StartOp<LookupNewestOp>(env, engines_, std::move(keys));
+  if (!CheckConstructed(env) || !KeyListArg(info[0], set_->key_size(), &keys)) return env.Undefined();
+  return StartOp<LookupNewestOp>(env, set_, std::move(keys));
 }
 
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {
@@ -614,18 +584,18 @@ const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {
 Napi::Value EngineWrap::Put(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const char* key = KeyArg(info, 0);
-  uint64_t ts;
-  if (key == nullptr || !TimestampArg(info, 1, &ts)) return env.Undefined();
-  if (!IsBytes(info[2])) {
+  Version v;
+  if (key == nullptr || !VersionArgs(info, 1, &v)) return env.Undefined();
+  if (!IsBytes(info[4])) {
     Napi::TypeError::New(env, "value must be a Buffer").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  if (info[2].As<Napi::Uint8Array>().ByteLength() > kMaxValueSize) {
+  if (info[4].As<Napi::Uint8Array>().ByteLength() > kMaxValueSize) {
     Napi::RangeError::New(env, "value must be smaller than 4 GiB").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  auto* op = new WriteOp(env, data(env), engine_, key, ts, false);
-  op->SetValue(env, info[2].As<Napi::Uint8Array>());
+  auto* op = new WriteOp(env, data(env), engine_, key, v, false);
+  op->SetValue(env, info[4].As<Napi::Uint8Array>());
   Napi::Promise p = op->promise();
   op->Submit();
   return p;
@@ -634,9 +604,9 @@ Napi::Value EngineWrap::Put(const Napi::CallbackInfo& info) {
 Napi::Value EngineWrap::Delete(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const char* key = KeyArg(info, 0);
-  uint64_t ts;
-  if (key == nullptr || !TimestampArg(info, 1, &ts)) return env.Undefined();
-  auto* op = new WriteOp(env, data(env), engine_, key, ts, true);
+  Version v;
+  if (key == nullptr || !VersionArgs(info, 1, &v)) return env.Undefined();
+  auto* op = new WriteOp(env, data(env), engine_, key, v, true);
   Napi::Promise p = op->promise();
   op->Submit();
   return p;
@@ -689,6 +659,8 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
   num("blobsInMemory", st.blobs_in_memory);
   num("corruptReads", st.corrupt_reads);
   num("indexRepairs", st.index_repairs);
+  num("maxTimestamp", st.max_version.timestamp);
+  num("maxTick", st.max_tick);
   o.Set("backgroundError", st.background_error.empty() ? env.Null() : Napi::String::New(env, st.background_error));
   o.Set("writeError", st.write_error.empty() ? env.Null() : Napi::String::New(env, st.write_error));
   d.Resolve(o);

@@ -1,8 +1,9 @@
-// EngineWrap is the JavaScript face of one Engine, EngineSetWrap that of the
-// engines of one vdisk read as one. Methods return Promises; the work runs on
-// the addon's thread pool or the engine's writer. The one exception,
-// EngineSet.readNewestNow, answers reads that need no waiting on the calling
-// (JavaScript) thread.
+// EngineWrap is the JavaScript face of one Engine, EngineSetWrap that of an
+// EngineSet (the engines of one vdisk read as one). Methods return Promises;
+// the work runs on the addon's thread pool or the engine's writer. The one
+// exception, EngineSet.readNewestNow, answers reads that need no waiting on
+// the calling (JavaScript) thread. Reads answer with the StoredRecord and
+// KeyState shapes of src/model/version.ts (addon/js_records.h).
 
 #ifndef OYSTER_ADDON_ENGINE_WRAP_H_
 #define OYSTER_ADDON_ENGINE_WRAP_H_
@@ -14,6 +15,7 @@
 
 #include "addon/addon_data.h"
 #include "engine/engine.h"
+#include "engine/engine_set.h"
 
 namespace oyster {
 
@@ -22,6 +24,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   static Napi::Function Define(Napi::Env env);
   // open(dir, options) -> Promise<{ engine, recovery }>
   static Napi::Value Open(const Napi::CallbackInfo& info);
+  // put(key, timestamp, tick, node, value), delete(key, timestamp, tick, node)
+  //   -> Promise<void>; the version is passed positionally, not as an object.
+  // get(key) -> Promise<StoredRecord | null>
+  // exists(keys) -> Promise<Array<KeyState | null>>
   explicit EngineWrap(const Napi::CallbackInfo& info);
   void Attach(std::shared_ptr<Engine> engine) { engine_ = std::move(engine); }
   const std::shared_ptr<Engine>& engine() const { return engine_; }
@@ -49,31 +55,30 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
  public:
   static Napi::Function Define(Napi::Env env);
-  // new EngineSet(engines, into: Buffer, meta: Float64Array(1)): readNewestNow
+  // new EngineSet(engines, into: Buffer, meta: Float64Array(3)): readNewestNow
   // answers in `into` and `meta`.
   explicit EngineSetWrap(const Napi::CallbackInfo& info);
 
  private:
-  // getNewest(key) -> Promise<GetResult>: the newest record across the
-  // engines; ties go to the earlier engine.
+  // getNewest(key) -> Promise<StoredRecord | null>: the newest record across
+  // the engines; full ties go to the earlier engine.
   Napi::Value GetNewest(const Napi::CallbackInfo& info);
   // readNewestNow(key) -> number | undefined: getNewest answered at once from
   // memory and the page cache: -1 no record, -2 a tombstone, else the value's
-  // length, the value at the start of `into`; meta[0] is the timestamp.
+  // length, the value at the start of `into`; meta is [timestamp, tick, node].
   // undefined where that would mean waiting (for the disk, a writer, a
   // repair, a damaged record) or the value does not fit `into`. Throws what
   // getNewest rejects with otherwise (a closed engine, an I/O error).
   Napi::Value ReadNewestNow(const Napi::CallbackInfo& info);
-  // lookupNewest(keys) -> Promise<LookupResult[]>
+  // lookupNewest(keys) -> Promise<Array<KeyState | null>>
   Napi::Value LookupNewest(const Napi::CallbackInfo& info);
 
-  size_t key_size() const { return engines_[0]->options().key_size; }
   // Throws and returns false if the constructor refused its arguments.
   bool CheckConstructed(Napi::Env env);
   // Validates the key argument; throws and returns nullptr if it is unusable.
   const char* KeyArg(const Napi::CallbackInfo& info);
 
-  std::vector<std::shared_ptr<Engine>> engines_;
+  std::shared_ptr<const EngineSet> set_;  // null if the constructor refused its arguments
   char* into_ = nullptr;
   size_t into_size_ = 0;
   double* meta_ = nullptr;

@@ -80,6 +80,9 @@ Napi::Object IndexHeaderToJs(Napi::Env env, const IndexHeader& h) {
   o.Set("entryCount", Num(env, h.entry_count));
   o.Set("minTimestamp", Num(env, h.min_timestamp));
   o.Set("maxTimestamp", Num(env, h.max_timestamp));
+  o.Set("newestTick", Num(env, h.max_version().tick()));
+  o.Set("newestNode", Num(env, h.max_version().node()));
+  o.Set("maxTick", Num(env, h.max_stamp >> kStampNodeBits));
   o.Set("blockSize", Num(env, h.block_size));
   o.Set("blockCount", Num(env, h.block_count));
   o.Set("bloomBlocks", Num(env, h.bloom_blocks));
@@ -110,7 +113,8 @@ Napi::Object BlobReportToJs(Napi::Env env, const BlobReport& r) {
     o.Set("validEnd", Num(env, r.valid_end));
     o.Set("tailBytes", Num(env, r.tail_bytes));
     o.Set("minTimestamp", Num(env, r.min_timestamp));
-    o.Set("maxTimestamp", Num(env, r.max_timestamp));
+    o.Set("maxTimestamp", Num(env, r.max_version.timestamp));
+    o.Set("maxTick", Num(env, r.max_stamp >> kStampNodeBits));
   }
   o.Set("index", IndexStateName(r.index));
   o.Set("indexProblem", r.index_problem);

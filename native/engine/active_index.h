@@ -1,6 +1,6 @@
 // ActiveIndex is the exact in-memory index of a blob that is still being
 // written: for every key, the entry of its newest record. It is an
-// open-addressing hash table over flat arrays (about K + 30 bytes per key).
+// open-addressing hash table over flat arrays (about K + 38 bytes per key).
 // Not thread-safe; the owning blob guards it with a reader/writer lock.
 
 #ifndef OYSTER_ENGINE_ACTIVE_INDEX_H_

@@ -1,26 +1,34 @@
 #include "engine/blob.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/format.h"
 
 namespace oyster {
 
-Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
-           uint64_t records, uint64_t max_timestamp)
+Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size,
+           std::unique_ptr<ActiveIndex> index, uint64_t records, const Version& max_version, uint64_t max_stamp)
     : id_(id),
+      format_(format),
       file_(std::move(file)),
       size_(size),
       records_(records),
-      max_ts_(max_timestamp),
+      max_ts_(max_version.timestamp),
+      max_ts_stamp_(max_version.stamp),
+      max_stamp_(max_stamp),
       active_(std::move(index)) {}
 
-Blob::Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader)
+Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size,
+           std::unique_ptr<IndexReader> reader)
     : id_(id),
+      format_(format),
       file_(std::move(file)),
       size_(size),
       records_(reader->header().records_total),
       max_ts_(reader->header().max_timestamp),
+      max_ts_stamp_(reader->header().max_stamp_of_newest),
+      max_stamp_(reader->header().max_stamp),
       index_build_claimed_(true),
       reader_(std::move(reader)) {}
 
@@ -49,7 +57,7 @@ Status Blob::ForEachEntry(const std::function<void(const char*, const IndexEntry
 
 Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out,
                         bool no_wait) const {
-  const size_t hsize = RecordHeaderSize(key_size);
+  const size_t hsize = RecordHeaderSize(format_, key_size);
   const size_t total = hsize + e.value_size;
   if (out->capacity < total) {
     out->storage.reset(new char[total]);
@@ -65,12 +73,12 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
   };
   if (n != total) return damaged("record truncated");
   RecordHeader h;
-  if (!DecodeRecordHeader(buf, key_size, e.offset, &h)) return damaged("record header damaged");
-  if (std::memcmp(h.key, key, key_size) != 0 || h.timestamp != e.timestamp ||
+  if (!DecodeRecordHeader(format_, buf, key_size, e.offset, &h)) return damaged("record header damaged");
+  if (std::memcmp(h.key, key, key_size) != 0 || CompareVersions(h.version, e.version) != 0 ||
       h.value_size != e.value_size) {
     return damaged("index entry does not match the record");
   }
-  if (!RecordValueCrcMatches(buf, key_size, buf + hsize, e.value_size, h.record_crc)) {
+  if (!RecordValueCrcMatches(format_, buf, key_size, buf + hsize, e.value_size, h.record_crc)) {
     return damaged("record checksum mismatch");
   }
   out->value_offset = hsize;
@@ -79,19 +87,21 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
 }
 
 void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size) {
-  uint64_t hi = max_ts_.load(std::memory_order_relaxed);
-  {
-    std::unique_lock<std::shared_mutex> l(mu_);
-    for (const NewRecord& r : records) {
-      active_->Insert(r.key, r.key_hash, r.entry);
-      hi = std::max(hi, r.entry.timestamp);
-    }
-    // Published under the lock, so a reader that finds an entry also sees a
-    // max timestamp that covers it.
-    max_ts_.store(hi, std::memory_order_release);
-    records_.fetch_add(records.size(), std::memory_order_acq_rel);
-    size_.store(new_size, std::memory_order_release);
+  Version hi = max_version();
+  uint64_t hi_stamp = max_stamp_.load(std::memory_order_relaxed);
+  std::unique_lock<std::shared_mutex> l(mu_);
+  for (const NewRecord& r : records) {
+    active_->Insert(r.key, r.key_hash, r.entry);
+    if (CompareVersions(r.entry.version, hi) > 0) hi = r.entry.version;
+    hi_stamp = std::max(hi_stamp, r.entry.version.stamp);
   }
+  // Published under the lock, so a reader that finds an entry also sees a
+  // max version that covers it.
+  max_ts_stamp_.store(hi.stamp, std::memory_order_release);
+  max_ts_.store(hi.timestamp, std::memory_order_release);
+  max_stamp_.store(hi_stamp, std::memory_order_release);
+  records_.fetch_add(records.size(), std::memory_order_acq_rel);
+  size_.store(new_size, std::memory_order_release);
 }
 
 bool Blob::in_memory() const {

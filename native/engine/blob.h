@@ -17,6 +17,7 @@
 
 #include "engine/active_index.h"
 #include "engine/index_reader.h"
+#include "engine/version.h"
 #include "util/file_system.h"
 #include "util/status.h"
 
@@ -35,20 +36,30 @@ struct RecordBuffer {
 
 class Blob {
  public:
-  // A blob served from memory (new, or rebuilt by a scan).
-  Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
-       uint64_t records, uint64_t max_timestamp);
+  // A blob of blob format `format` served from memory (new, or rebuilt by a
+  // scan); max_version and max_stamp are those of its `records` records.
+  Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
+       uint64_t records, const Version& max_version, uint64_t max_stamp);
   // A closed blob served by its index file.
-  Blob(uint64_t id, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader);
+  Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader);
 
   Blob(const Blob&) = delete;
   Blob& operator=(const Blob&) = delete;
 
   uint64_t id() const { return id_; }
+  // The blob format its records are in (kBlobFormatVersion, or 1).
+  uint32_t format() const { return format_; }
   File* file() const { return file_.get(); }
   uint64_t size() const { return size_.load(std::memory_order_acquire); }
   uint64_t records() const { return records_.load(std::memory_order_acquire); }
-  uint64_t max_timestamp() const { return max_ts_.load(std::memory_order_acquire); }
+  // The largest version of any record in the blob. Its two halves are read
+  // one after the other: only the active blob changes, and a lookup visits
+  // that one first, so it never relies on a pair read during a Publish.
+  Version max_version() const {
+    return Version{max_ts_.load(std::memory_order_acquire), max_ts_stamp_.load(std::memory_order_acquire)};
+  }
+  // The largest stamp of any record (not necessarily that of max_version).
+  uint64_t max_stamp() const { return max_stamp_.load(std::memory_order_acquire); }
 
   // Calls fn for the newest entry of every key in this blob (any order).
   Status ForEachEntry(const std::function<void(const char* key, const IndexEntry& e)>& fn) const;
@@ -93,10 +104,13 @@ class Blob {
 
  private:
   const uint64_t id_;
+  const uint32_t format_;
   const std::unique_ptr<File> file_;
   std::atomic<uint64_t> size_;
   std::atomic<uint64_t> records_;
-  std::atomic<uint64_t> max_ts_;
+  std::atomic<uint64_t> max_ts_;        // max_version().timestamp
+  std::atomic<uint64_t> max_ts_stamp_;  // max_version().stamp
+  std::atomic<uint64_t> max_stamp_;
   std::atomic<uint64_t> index_generation_{0};
   std::atomic<bool> index_build_claimed_{false};
 

@@ -62,20 +62,22 @@ class Reader {
 };
 
 // A record header that is valid at `pos` and whose value lies inside the file.
-bool RecordAt(Reader* r, uint64_t pos, size_t key_size, RecordHeader* h, const char** hdr, Status* s) {
+bool RecordAt(Reader* r, uint32_t format, uint64_t pos, size_t key_size, RecordHeader* h, const char** hdr,
+              Status* s) {
   bool ok = false;
-  *s = r->Fetch(pos, RecordHeaderSize(key_size), hdr, &ok);
+  const size_t hsize = RecordHeaderSize(format, key_size);
+  *s = r->Fetch(pos, hsize, hdr, &ok);
   if (!s->ok() || !ok) return false;
-  if (!DecodeRecordHeader(*hdr, key_size, pos, h)) return false;
-  return pos + RecordHeaderSize(key_size) + h->value_size <= r->file_size();
+  if (!DecodeRecordHeader(format, *hdr, key_size, pos, h)) return false;
+  return pos + hsize + h->value_size <= r->file_size();
 }
 
 // Next position after `from` holding a complete, valid record; file_size if none.
-Status Resync(Reader* r, uint64_t from, size_t key_size, uint64_t* next) {
+Status Resync(Reader* r, uint32_t format, uint64_t from, size_t key_size, uint64_t* next) {
   char magic[4];
   for (int i = 0; i < 4; i++) magic[i] = static_cast<char>(kRecordMagic >> (8 * i));
   uint64_t pos = from;
-  while (pos + RecordHeaderSize(key_size) <= r->file_size()) {
+  while (pos + RecordHeaderSize(format, key_size) <= r->file_size()) {
     size_t span = static_cast<size_t>(std::min<uint64_t>(kWindow, r->file_size() - pos));
     const char* p;
     bool ok = false;
@@ -90,7 +92,7 @@ Status Resync(Reader* r, uint64_t from, size_t key_size, uint64_t* next) {
     uint64_t cand = pos + static_cast<uint64_t>(hit - p);
     RecordHeader h;
     const char* hdr;
-    if (RecordAt(r, cand, key_size, &h, &hdr, &s)) {
+    if (RecordAt(r, format, cand, key_size, &h, &hdr, &s)) {
       *next = cand;
       return Status::OK();
     }
@@ -103,23 +105,23 @@ Status Resync(Reader* r, uint64_t from, size_t key_size, uint64_t* next) {
 
 }  // namespace
 
-Status ScanBlob(const File& file, uint64_t data_start, uint64_t file_size, size_t key_size,
+Status ScanBlob(const File& file, uint32_t format, uint64_t data_start, uint64_t file_size, size_t key_size,
                 const ScanVisitor& visit, ScanResult* result) {
   *result = ScanResult();
   Reader r(file, file_size);
-  const size_t hsize = RecordHeaderSize(key_size);
+  const size_t hsize = RecordHeaderSize(format, key_size);
   uint64_t pos = data_start;
   result->valid_end = data_start;
   while (pos < file_size) {
     RecordHeader h;
     const char* hdr;
     Status s;
-    if (!RecordAt(&r, pos, key_size, &h, &hdr, &s)) {
+    if (!RecordAt(&r, format, pos, key_size, &h, &hdr, &s)) {
       if (!s.ok()) return s;
       // Not a record: damage in the middle of the blob if a valid record
       // follows, otherwise the torn tail of an interrupted write.
       uint64_t next = 0;
-      s = Resync(&r, pos + 1, key_size, &next);
+      s = Resync(&r, format, pos + 1, key_size, &next);
       if (!s.ok()) return s;
       if (next >= file_size) break;
       result->skipped_regions++;
@@ -129,9 +131,9 @@ Status ScanBlob(const File& file, uint64_t data_start, uint64_t file_size, size_
     }
     // Copy what the visitor needs before the window moves for the value.
     std::string key(h.key, key_size);
-    uint32_t crc = RecordCrcPrefix(hdr, key_size);
+    uint32_t crc = RecordCrcPrefix(format, hdr, key_size);
     IndexEntry e;
-    e.timestamp = h.timestamp;
+    e.version = h.version;
     e.offset = pos;
     e.value_size = h.value_size;
     e.flags = h.flags;

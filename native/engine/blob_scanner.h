@@ -28,8 +28,8 @@ struct ScanResult {
 // value fails the checksum.
 using ScanVisitor = std::function<void(const char* key, const IndexEntry& e, bool value_ok)>;
 
-// Scans [data_start, file_size) of `file`.
-Status ScanBlob(const File& file, uint64_t data_start, uint64_t file_size, size_t key_size,
+// Scans [data_start, file_size) of `file`, a blob of format `format` (1 or 2).
+Status ScanBlob(const File& file, uint32_t format, uint64_t data_start, uint64_t file_size, size_t key_size,
                 const ScanVisitor& visit, ScanResult* result);
 
 }  // namespace oyster

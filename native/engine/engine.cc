@@ -21,7 +21,7 @@ constexpr uint64_t kMaxBatchBytes = 8 << 20;
 constexpr int kBatchesPerTask = 4;
 
 uint64_t RecordBytes(const WriteRequest* r, size_t key_size) {
-  return RecordHeaderSize(key_size) + (r->tombstone ? 0 : r->value_size);
+  return RecordHeaderSize(kBlobFormatVersion, key_size) + (r->tombstone ? 0 : r->value_size);
 }
 
 }  // namespace
@@ -213,13 +213,14 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     return Quarantine(name, s.message(), report);
   }
 
+  const uint32_t format = header.version;
   if (has_index) {
     std::unique_ptr<File> index_file;
     s = fs_->OpenFile(index_path, false, &index_file);
     std::unique_ptr<IndexReader> reader;
     if (s.ok()) s = IndexReader::Open(std::move(index_file), options_.key_size, id, size, &reader);
     if (s.ok()) {
-      blobs->push_back(std::make_shared<Blob>(id, std::move(file), size, std::move(reader)));
+      blobs->push_back(std::make_shared<Blob>(id, format, std::move(file), size, std::move(reader)));
       report->indexes_loaded++;
       return Status::OK();
     }
@@ -228,12 +229,14 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
   }
 
   auto index = std::make_unique<ActiveIndex>(options_.key_size);
-  uint64_t max_ts = 0;
+  Version max_version;
+  uint64_t max_stamp = 0;
   ScanResult scan;
-  s = ScanBlob(*file, kBlobHeaderSize, size, options_.key_size,
+  s = ScanBlob(*file, format, kBlobHeaderSize, size, options_.key_size,
                [&](const char* key, const IndexEntry& e, bool) {
                  index->Insert(key, KeyHash64(key, options_.key_size), e);
-                 max_ts = std::max(max_ts, e.timestamp);
+                 if (CompareVersions(e.version, max_version) > 0) max_version = e.version;
+                 max_stamp = std::max(max_stamp, e.version.stamp);
                },
                &scan);
   if (!s.ok()) return s;
@@ -255,7 +258,10 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     report->events.push_back(name + ": cut a torn tail of " + std::to_string(size - scan.valid_end) +
                              " bytes at offset " + std::to_string(scan.valid_end));
   }
-  if (scan.records == 0 && !(last && !has_index)) {
+  // The blob that was being written continues, unless it is of an older
+  // format: records are only ever appended in the current one.
+  const bool resume = last && !has_index && format == kBlobFormatVersion;
+  if (scan.records == 0 && !resume) {
     // Nothing survived: only the header is left (the tail was cut).
     file.reset();
     s = fs_->Remove(path);
@@ -265,14 +271,19 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     report->events.push_back("removed " + name + ": no valid record left");
     return Status::OK();
   }
-  auto blob = std::make_shared<Blob>(id, std::move(file), scan.valid_end, std::move(index), scan.records, max_ts);
+  auto blob = std::make_shared<Blob>(id, format, std::move(file), scan.valid_end, std::move(index), scan.records,
+                                     max_version, max_stamp);
   // What survived the crash in the page cache becomes durable before new
   // records are appended behind it.
   s = blob->file()->Sync();
   if (!s.ok()) return s;
-  if (last && !has_index) {
-    active_ = blob;  // the blob that was being written continues
+  if (resume) {
+    active_ = blob;
   } else {
+    if (last && !has_index) {
+      report->events.push_back(name + " is a format-" + std::to_string(format) +
+                               " blob: sealed and indexed; new records go to a new blob");
+    }
     blob->ClaimIndexBuild();
     s = BuildIndex(blob);
     if (!s.ok()) return s;
@@ -329,9 +340,10 @@ Status Engine::FindNewest(const ReadOptions& options, const char* key, std::shar
     set = current_;
   }
   for (const std::shared_ptr<Blob>& b : set->blobs) {
-    // Blobs are visited newest first, and an older blob loses ties, so a blob
-    // whose newest record is not newer than what was found cannot matter.
-    if (*found && b->max_timestamp() <= entry->timestamp) continue;
+    // Blobs are visited newest first, and an older blob loses full ties, so
+    // a blob where even a tombstone at its largest version would not be
+    // newer than what was found cannot matter.
+    if (*found && CompareRecords(b->max_version(), true, entry->version, entry->tombstone()) <= 0) continue;
     IndexEntry e;
     bool f = false;
     const uint64_t generation = b->index_generation();
@@ -347,7 +359,7 @@ Status Engine::FindNewest(const ReadOptions& options, const char* key, std::shar
                  : Status::Corruption(s.message() + "; rebuilding the index failed: " + r.ToString());
     }
     if (!s.ok()) return s;
-    if (f && (!*found || e.timestamp > entry->timestamp)) {
+    if (f && (!*found || CompareRecords(e.version, e.tombstone(), entry->version, entry->tombstone()) > 0)) {
       *entry = e;
       *blob = b;
       *found = true;
@@ -361,15 +373,17 @@ Status Engine::RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_gene
   if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
   if (blob->index_generation() != seen_generation) return Status::OK();  // repaired meanwhile
   ActiveIndex index(options_.key_size);
+  uint64_t max_stamp = 0;
   ScanResult scan;
-  Status s = ScanBlob(*blob->file(), kBlobHeaderSize, blob->size(), options_.key_size,
+  Status s = ScanBlob(*blob->file(), blob->format(), kBlobHeaderSize, blob->size(), options_.key_size,
                       [&](const char* key, const IndexEntry& e, bool) {
                         index.Insert(key, KeyHash64(key, options_.key_size), e);
+                        max_stamp = std::max(max_stamp, e.version.stamp);
                       },
                       &scan);
   if (!s.ok()) return s;
   std::unique_ptr<IndexReader> reader;
-  s = WriteIndexFile(*blob, scan.records, index, &reader);
+  s = WriteIndexFile(*blob, scan.records, max_stamp, index, &reader);
   if (!s.ok()) return s;
   blob->ReplaceIndexReader(std::move(reader));
   index_repairs_.fetch_add(1, std::memory_order_relaxed);
@@ -382,15 +396,15 @@ Status Engine::Locate(const ReadOptions& options, const char* key, LookupResult*
   Status s = FindNewest(options, key, &where->blob, &where->entry, &found);
   if (!s.ok() || !found) return s;
   const IndexEntry& e = where->entry;
-  result->timestamp = e.timestamp;
-  result->kind = (e.flags & kFlagTombstone) ? GetResult::kDeleted : GetResult::kFound;
+  result->version = e.version;
+  result->kind = e.tombstone() ? GetResult::kDeleted : GetResult::kFound;
   result->value_size = result->kind == GetResult::kFound ? e.value_size : 0;
   return Status::OK();
 }
 
 Status Engine::Read(const ReadOptions& options, const char* key, const RecordLocation& where, GetResult* result) {
   result->kind = GetResult::kAbsent;
-  result->timestamp = where.entry.timestamp;
+  result->version = where.entry.version;
   Status s = where.blob->ReadRecord(key, options_.key_size, where.entry, &result->record, options.no_wait);
   // The read that may wait counts and reports damage; a no-wait read leaves it to that one.
   if (s.IsCorruption() && options.no_wait) return Status::WouldBlock("record failed its checks");
@@ -405,7 +419,7 @@ Status Engine::Get(const ReadOptions& options, const char* key, GetResult* resul
   Status s = Locate(options, key, &newest, &where);
   if (!s.ok() || newest.kind != GetResult::kFound) {
     result->kind = newest.kind;
-    result->timestamp = newest.timestamp;
+    result->version = newest.version;
     return s;
   }
   return Read(options, key, where, result);
@@ -422,7 +436,7 @@ Status Engine::Snapshot(std::string* out) {
   std::shared_ptr<const BlobSet> set = Current();
   ActiveIndex newest(k);
   // Oldest blob first; the rank in the offset's high bits makes a later blob
-  // win a timestamp tie, as reads do.
+  // win a full tie, as reads do.
   const size_t n = set->blobs.size();
   for (size_t i = 0; i < n; i++) {
     const uint64_t rank = static_cast<uint64_t>(i) << 48;
@@ -434,13 +448,14 @@ Status Engine::Snapshot(std::string* out) {
     if (!s.ok()) return s;
   }
   out->clear();
-  out->reserve(newest.size() * (9 + k));
-  char ts[8];
+  out->reserve(newest.size() * (kSnapshotEntryFixedSize + k));
+  char version[16];
   for (uint32_t i = 0; i < newest.size(); i++) {
     const IndexEntry& e = newest.entry_at(i);
-    out->push_back((e.flags & kFlagTombstone) ? 2 : 1);
-    EncodeFixed64(ts, e.timestamp);
-    out->append(ts, 8);
+    out->push_back(e.tombstone() ? 2 : 1);
+    EncodeFixed64(version, e.version.timestamp);
+    EncodeFixed64(version + 8, e.version.stamp);
+    out->append(version, 16);
     out->append(newest.key_at(i), k);
   }
   return Status::OK();
@@ -571,7 +586,7 @@ void Engine::WriteBatchLocked(const std::vector<WriteRequest*>& batch) {
 
 Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to) {
   const size_t k = options_.key_size;
-  const size_t hsize = RecordHeaderSize(k);
+  const size_t hsize = RecordHeaderSize(kBlobFormatVersion, k);
   header_buf_.resize((to - from) * hsize);
   iov_buf_.clear();
   publish_buf_.clear();
@@ -582,11 +597,11 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     char* h = header_buf_.data() + (i - from) * hsize;
     const uint8_t flags = r->tombstone ? kFlagTombstone : 0;
     const uint32_t vsize = r->tombstone ? 0 : static_cast<uint32_t>(r->value_size);
-    EncodeRecordHeader(flags, offset, r->timestamp, r->key, k, r->value, vsize, h);
+    EncodeRecordHeader(flags, offset, r->version, r->key, k, r->value, vsize, h);
     iov_buf_.push_back(IoSlice{h, hsize});
     if (vsize > 0) iov_buf_.push_back(IoSlice{r->value, vsize});
     IndexEntry e;
-    e.timestamp = r->timestamp;
+    e.version = r->version;
     e.offset = offset;
     e.value_size = vsize;
     e.flags = flags;
@@ -658,8 +673,8 @@ Status Engine::CreateActiveBlobLocked() {
     fs_->Remove(path);  // best effort: a short blob is removed on the next open anyway
     return s;
   }
-  auto blob = std::make_shared<Blob>(id, std::move(file), kBlobHeaderSize,
-                                     std::make_unique<ActiveIndex>(options_.key_size), 0, 0);
+  auto blob = std::make_shared<Blob>(id, kBlobFormatVersion, std::move(file), kBlobHeaderSize,
+                                     std::make_unique<ActiveIndex>(options_.key_size), 0, Version(), 0);
   std::vector<std::shared_ptr<Blob>> blobs{blob};
   std::shared_ptr<const BlobSet> set = Current();
   for (const auto& b : set->blobs) blobs.push_back(b);
@@ -702,7 +717,7 @@ Status Engine::SealActiveLocked(bool build_now) {
   return Status::OK();
 }
 
-Status Engine::WriteIndexFile(const Blob& blob, uint64_t records, const ActiveIndex& index,
+Status Engine::WriteIndexFile(const Blob& blob, uint64_t records, uint64_t max_stamp, const ActiveIndex& index,
                               std::unique_ptr<IndexReader>* reader) {
   IndexBuildParams p;
   p.dir = dir_;
@@ -710,6 +725,7 @@ Status Engine::WriteIndexFile(const Blob& blob, uint64_t records, const ActiveIn
   p.blob_id = blob.id();
   p.blob_size = blob.size();
   p.records_total = records;
+  p.max_stamp = max_stamp;
   p.bloom_bits_per_key = options_.bloom_bits_per_key;
   return BuildIndexFile(fs_, p, index, reader);
 }
@@ -718,7 +734,7 @@ Status Engine::BuildIndex(const std::shared_ptr<Blob>& blob) {
   Status s = blob->file()->Sync();
   if (!s.ok()) return s;
   std::unique_ptr<IndexReader> reader;
-  s = WriteIndexFile(*blob, blob->records(), blob->sealed_index(), &reader);
+  s = WriteIndexFile(*blob, blob->records(), blob->max_stamp(), blob->sealed_index(), &reader);
   if (!s.ok()) return s;
   blob->AttachIndexReader(std::move(reader));
   return Status::OK();
@@ -800,6 +816,9 @@ EngineStats Engine::Stats() const {
     st.index_memory += b->IndexMemoryUsage();
     st.filter_memory += b->FilterMemoryUsage();
     if (b->in_memory()) st.blobs_in_memory++;
+    const Version v = b->max_version();
+    if (CompareVersions(v, st.max_version) > 0) st.max_version = v;
+    st.max_tick = std::max(st.max_tick, b->max_stamp() >> kStampNodeBits);
   }
   st.has_active_blob = has_active_.load();
   st.active_blob_id = st.has_active_blob ? active_id_.load() : 0;

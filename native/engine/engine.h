@@ -18,6 +18,7 @@
 
 #include "engine/blob.h"
 #include "engine/options.h"
+#include "engine/version.h"
 #include "util/file_system.h"
 #include "util/status.h"
 
@@ -31,7 +32,7 @@ class WriteRequest {
   virtual void Done(const Status& s) = 0;
 
   const char* key = nullptr;  // key_size bytes
-  uint64_t timestamp = 0;
+  Version version;
   const char* value = nullptr;
   uint64_t value_size = 0;
   bool tombstone = false;
@@ -40,14 +41,16 @@ class WriteRequest {
 struct GetResult {
   enum Kind { kAbsent, kFound, kDeleted };
   Kind kind = kAbsent;
-  uint64_t timestamp = 0;  // of the newest record (also set when it is corrupt)
-  RecordBuffer record;     // kFound: the record; the value is a slice of it
+  Version version;      // of the newest record (also set when it is corrupt)
+  RecordBuffer record;  // kFound: the record; the value is a slice of it
 };
 
 struct LookupResult {
   GetResult::Kind kind = GetResult::kAbsent;
-  uint64_t timestamp = 0;
+  Version version;
   uint64_t value_size = 0;  // kFound: bytes a Get would return
+
+  bool tombstone() const { return kind == GetResult::kDeleted; }
 };
 
 // Where the newest record of a key is: a Get split in two (Locate, then
@@ -92,12 +95,17 @@ struct EngineStats {
   uint64_t blobs_in_memory = 0;  // blobs without an index file yet (active, or index pending)
   uint64_t corrupt_reads = 0;    // reads that met a checksum failure since open
   uint64_t index_repairs = 0;    // index files rebuilt at run time after a damaged block
+  Version max_version;           // the largest version of any record stored
+  uint64_t max_tick = 0;         // the largest tick of any record stored (a node's clock starts above it)
   std::string background_error;  // last failure of a background index build, if any
   std::string write_error;       // set when a failed write poisoned the engine
 };
 
 // Where recovery moves blob files whose header cannot be read.
 constexpr const char* kCorruptedDir = "corrupted";
+
+// Bytes of an entry of Engine::Snapshot besides the key.
+constexpr size_t kSnapshotEntryFixedSize = 17;
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
@@ -115,8 +123,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Queues a put or delete; req->Done reports the outcome.
   void Write(WriteRequest* req);
 
-  // The newest record of key across all blobs. Corruption if that record
-  // fails its checksum (result->timestamp is still set).
+  // The newest record of key across all blobs (by CompareRecords; a full
+  // tie goes to the higher blob id). Corruption if that record fails its
+  // checksum (result->version is still set).
   Status Get(const ReadOptions& options, const char* key, GetResult* result);
   Status Get(const char* key, GetResult* result) { return Get(ReadOptions(), key, result); }
   // Like Get, without reading the value.
@@ -127,10 +136,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Reads the record a Locate of `key` found (result kFound); as Get does.
   Status Read(const ReadOptions& options, const char* key, const RecordLocation& where, GetResult* result);
 
-  // The newest version of every key stored, packed for the caller as
-  // repeated [u8 kind (1 value, 2 tombstone)][u64 timestamp LE][key]. A
-  // consistent view of the blobs at the time of the call (for handing alien
-  // copies over to their owners).
+  // The newest record of every key stored, packed for the caller as repeated
+  // [u8 kind (1 value, 2 tombstone)][u64 timestamp LE][u64 stamp LE][key]
+  // (kSnapshotEntryFixedSize + key_size bytes each). A consistent view of the
+  // blobs at the time of the call (for handing alien copies over to their
+  // owners).
   Status Snapshot(std::string* out);
 
   // Seals the active blob and writes its index file; the next write starts a
@@ -177,8 +187,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Moves the active blob to the sealed state; its index is built in the
   // background unless `build_now`.
   Status SealActiveLocked(bool build_now);
-  // Writes the index file of `blob` from `index` (its `records` records).
-  Status WriteIndexFile(const Blob& blob, uint64_t records, const ActiveIndex& index,
+  // Writes the index file of `blob` from `index` (its `records` records,
+  // whose largest stamp is max_stamp).
+  Status WriteIndexFile(const Blob& blob, uint64_t records, uint64_t max_stamp, const ActiveIndex& index,
                         std::unique_ptr<IndexReader>* reader);
   Status BuildIndex(const std::shared_ptr<Blob>& blob);
   void BackgroundBuild(const std::shared_ptr<Blob>& blob);

@@ -27,48 +27,60 @@ Status DecodeBlobHeader(const char* src, BlobHeader* h) {
   h->version = DecodeFixed32(src + 8);
   h->key_size = DecodeFixed32(src + 12);
   h->blob_id = DecodeFixed64(src + 16);
-  if (h->version != kBlobFormatVersion) {
+  if (h->version != kBlobFormatVersion && h->version != kBlobFormatV1) {
     return Status::NotSupported("blob format version " + std::to_string(h->version));
   }
   return Status::OK();
 }
 
-// Record header layout (K = key size):
+namespace {
+
+// Where the key starts: the fields before it differ by the stamp.
+size_t KeyOffset(uint32_t format) { return RecordFixedSize(format) - 8; }
+
+}  // namespace
+
+// Record header layout (K = key size), format 2:
 //   0 u32 magic | 4 u8 flags | 5 3 bytes reserved (0) | 8 u64 offset
-//   16 u64 timestamp | 24 u32 value_size | 28 K key
-//   28+K u32 record CRC (header [0, 28+K) ++ value) | 32+K u32 header CRC ([0, 32+K))
-void EncodeRecordHeader(uint8_t flags, uint64_t offset, uint64_t timestamp, const char* key,
+//   16 u64 timestamp | 24 u64 stamp | 32 u32 value_size | 36 K key
+//   36+K u32 record CRC (header [0, 36+K) ++ value) | 40+K u32 header CRC ([0, 40+K))
+// Format 1 has no stamp: value_size at 24, the key at 28, the CRCs at 28+K and 32+K.
+void EncodeRecordHeader(uint8_t flags, uint64_t offset, const Version& version, const char* key,
                         size_t key_size, const char* value, uint32_t value_size, char* dst) {
   EncodeFixed32(dst, kRecordMagic);
   dst[4] = static_cast<char>(flags);
   dst[5] = dst[6] = dst[7] = 0;
   EncodeFixed64(dst + 8, offset);
-  EncodeFixed64(dst + 16, timestamp);
-  EncodeFixed32(dst + 24, value_size);
-  std::memcpy(dst + 28, key, key_size);
-  uint32_t crc = crc32c::Extend(RecordCrcPrefix(dst, key_size), value, value_size);
-  EncodeFixed32(dst + 28 + key_size, crc);
-  EncodeFixed32(dst + 32 + key_size, crc32c::Value(dst, 32 + key_size));
+  EncodeFixed64(dst + 16, version.timestamp);
+  EncodeFixed64(dst + 24, version.stamp);
+  EncodeFixed32(dst + 32, value_size);
+  std::memcpy(dst + 36, key, key_size);
+  uint32_t crc = crc32c::Extend(crc32c::Value(dst, 36 + key_size), value, value_size);
+  EncodeFixed32(dst + 36 + key_size, crc);
+  EncodeFixed32(dst + 40 + key_size, crc32c::Value(dst, 40 + key_size));
 }
 
-uint32_t RecordCrcPrefix(const char* header, size_t key_size) {
-  return crc32c::Value(header, 28 + key_size);
+uint32_t RecordCrcPrefix(uint32_t format, const char* header, size_t key_size) {
+  return crc32c::Value(header, KeyOffset(format) + key_size);
 }
 
-bool RecordValueCrcMatches(const char* header, size_t key_size, const char* value, size_t n,
+bool RecordValueCrcMatches(uint32_t format, const char* header, size_t key_size, const char* value, size_t n,
                            uint32_t expected) {
-  return crc32c::Extend(RecordCrcPrefix(header, key_size), value, n) == expected;
+  return crc32c::Extend(RecordCrcPrefix(format, header, key_size), value, n) == expected;
 }
 
-bool DecodeRecordHeader(const char* src, size_t key_size, uint64_t at, RecordHeader* h) {
+bool DecodeRecordHeader(uint32_t format, const char* src, size_t key_size, uint64_t at, RecordHeader* h) {
+  const size_t key_at = KeyOffset(format);
+  const size_t crcs_at = key_at + key_size;
   if (DecodeFixed32(src) != kRecordMagic) return false;
-  if (DecodeFixed32(src + 32 + key_size) != crc32c::Value(src, 32 + key_size)) return false;
+  if (DecodeFixed32(src + crcs_at + 4) != crc32c::Value(src, crcs_at + 4)) return false;
   h->flags = static_cast<uint8_t>(src[4]);
   h->offset = DecodeFixed64(src + 8);
-  h->timestamp = DecodeFixed64(src + 16);
-  h->value_size = DecodeFixed32(src + 24);
-  h->key = src + 28;
-  h->record_crc = DecodeFixed32(src + 28 + key_size);
+  h->version.timestamp = DecodeFixed64(src + 16);
+  h->version.stamp = format == kBlobFormatV1 ? 0 : DecodeFixed64(src + 24);
+  h->value_size = DecodeFixed32(src + key_at - 4);
+  h->key = src + key_at;
+  h->record_crc = DecodeFixed32(src + crcs_at);
   if ((h->flags & ~kKnownRecordFlags) != 0) return false;
   if (src[5] != 0 || src[6] != 0 || src[7] != 0) return false;
   if (h->offset != at) return false;

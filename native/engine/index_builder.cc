@@ -41,17 +41,23 @@ Status BuildIndexFile(FileSystem* fs, const IndexBuildParams& p, const ActiveInd
   std::vector<uint32_t> order = index.SortedOrder();
   std::vector<char> fences(h.fences_size());
   BloomFilter bloom(h.bloom_blocks, h.bloom_probes);
-  uint64_t min_ts = UINT64_MAX, max_ts = 0;
+  uint64_t min_ts = UINT64_MAX;
+  Version max_version;
+  uint64_t max_stamp = p.max_stamp;
   for (size_t i = 0; i < order.size(); i++) {
     uint32_t n = order[i];
     if (i % h.entries_per_block == 0) std::memcpy(&fences[i / h.entries_per_block * k], index.key_at(n), k);
     bloom.Add(index.hash_at(n));
-    min_ts = std::min(min_ts, index.entry_at(n).timestamp);
-    max_ts = std::max(max_ts, index.entry_at(n).timestamp);
+    const Version& v = index.entry_at(n).version;
+    min_ts = std::min(min_ts, v.timestamp);
+    if (CompareVersions(v, max_version) > 0) max_version = v;
+    max_stamp = std::max(max_stamp, v.stamp);
   }
   if (!order.empty()) std::memcpy(&fences[h.block_count * k], index.key_at(order.back()), k);
   h.min_timestamp = order.empty() ? 0 : min_ts;
-  h.max_timestamp = max_ts;
+  h.max_timestamp = max_version.timestamp;
+  h.max_stamp_of_newest = max_version.stamp;
+  h.max_stamp = max_stamp;
   uint32_t crc = crc32c::Value(fences.data(), fences.size());
   h.sections_crc = crc32c::Extend(crc, bloom.data(), bloom.bytes());
 

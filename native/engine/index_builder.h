@@ -21,6 +21,9 @@ struct IndexBuildParams {
   uint64_t blob_id = 0;
   uint64_t blob_size = 0;
   uint64_t records_total = 0;
+  // The largest stamp of any record in the blob, superseded ones included
+  // (the entries alone may not hold it).
+  uint64_t max_stamp = 0;
   uint32_t bloom_bits_per_key = 0;
 };
 

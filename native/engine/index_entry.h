@@ -5,17 +5,23 @@
 
 #include <cstdint>
 
+#include "engine/format.h"
+#include "engine/version.h"
+
 namespace oyster {
 
 struct IndexEntry {
-  uint64_t timestamp = 0;
+  Version version;
   uint64_t offset = 0;  // of the record header in the blob
   uint32_t value_size = 0;
   uint32_t flags = 0;  // record flags (kFlagTombstone)
 
-  // Newest wins; on equal timestamps the later write (higher offset) wins.
+  bool tombstone() const { return (flags & kFlagTombstone) != 0; }
+
+  // By CompareRecords; a full tie goes to the later write (higher offset).
   bool SupersededBy(const IndexEntry& other) const {
-    return other.timestamp > timestamp || (other.timestamp == timestamp && other.offset > offset);
+    int c = CompareRecords(other.version, other.tombstone(), version, tombstone());
+    return c > 0 || (c == 0 && other.offset > offset);
   }
 };
 

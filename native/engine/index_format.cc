@@ -27,16 +27,25 @@ void EncodeIndexHeader(const IndexHeader& h, char* dst) {
   EncodeFixed64(dst + 96, h.fences_offset);
   EncodeFixed64(dst + 104, h.bloom_offset);
   EncodeFixed64(dst + 112, h.blocks_offset);
-  EncodeFixed32(dst + 120, h.sections_crc);
-  EncodeFixed32(dst + 124, crc32c::Value(dst, 124));
+  EncodeFixed64(dst + 120, h.max_stamp_of_newest);
+  EncodeFixed64(dst + 128, h.max_stamp);
+  EncodeFixed32(dst + 136, h.sections_crc);
+  EncodeFixed32(dst + 140, crc32c::Value(dst, 140));
+}
+
+uint32_t IndexHeaderVersion(const char* src) {
+  return DecodeFixed64(src) == kIndexMagic ? DecodeFixed32(src + 8) : 0;
 }
 
 Status DecodeIndexHeader(const char* src, IndexHeader* h) {
   if (DecodeFixed64(src) != kIndexMagic) return Status::Corruption("bad index magic");
-  if (DecodeFixed32(src + 124) != crc32c::Value(src, 124)) {
+  // Before the checksum, whose place depends on the version: an index of an
+  // older format is named as such rather than called damaged.
+  h->version = DecodeFixed32(src + 8);
+  if (h->version == 1) return Status::Corruption("index format version 1 is no longer read");
+  if (DecodeFixed32(src + 140) != crc32c::Value(src, 140)) {
     return Status::Corruption("index header checksum mismatch");
   }
-  h->version = DecodeFixed32(src + 8);
   if (h->version != kIndexFormatVersion) {
     return Status::Corruption("unknown index format version " + std::to_string(h->version));
   }
@@ -56,7 +65,9 @@ Status DecodeIndexHeader(const char* src, IndexHeader* h) {
   h->fences_offset = DecodeFixed64(src + 96);
   h->bloom_offset = DecodeFixed64(src + 104);
   h->blocks_offset = DecodeFixed64(src + 112);
-  h->sections_crc = DecodeFixed32(src + 120);
+  h->max_stamp_of_newest = DecodeFixed64(src + 120);
+  h->max_stamp = DecodeFixed64(src + 128);
+  h->sections_crc = DecodeFixed32(src + 136);
 
   // The checksum makes these failures unlikely, but a reader must never trust
   // sizes it has not checked: they drive allocations and reads. The bounds
@@ -82,19 +93,22 @@ Status DecodeIndexHeader(const char* src, IndexHeader* h) {
   return Status::OK();
 }
 
+// Entry layout: K key | u64 timestamp | u64 stamp | u64 offset | u32 value_size | u32 flags.
 void EncodeIndexEntry(const char* key, size_t key_size, const IndexEntry& e, char* dst) {
   std::memcpy(dst, key, key_size);
-  EncodeFixed64(dst + key_size, e.timestamp);
-  EncodeFixed64(dst + key_size + 8, e.offset);
-  EncodeFixed32(dst + key_size + 16, e.value_size);
-  EncodeFixed32(dst + key_size + 20, e.flags);
+  EncodeFixed64(dst + key_size, e.version.timestamp);
+  EncodeFixed64(dst + key_size + 8, e.version.stamp);
+  EncodeFixed64(dst + key_size + 16, e.offset);
+  EncodeFixed32(dst + key_size + 24, e.value_size);
+  EncodeFixed32(dst + key_size + 28, e.flags);
 }
 
 void DecodeIndexEntry(const char* src, size_t key_size, IndexEntry* e) {
-  e->timestamp = DecodeFixed64(src + key_size);
-  e->offset = DecodeFixed64(src + key_size + 8);
-  e->value_size = DecodeFixed32(src + key_size + 16);
-  e->flags = DecodeFixed32(src + key_size + 20);
+  e->version.timestamp = DecodeFixed64(src + key_size);
+  e->version.stamp = DecodeFixed64(src + key_size + 8);
+  e->offset = DecodeFixed64(src + key_size + 16);
+  e->value_size = DecodeFixed32(src + key_size + 24);
+  e->flags = DecodeFixed32(src + key_size + 28);
 }
 
 }  // namespace oyster

@@ -6,7 +6,7 @@ namespace oyster {
 
 Status EngineOptions::Validate() const {
   if (key_size < 1 || key_size > 1024) return Status::InvalidArgument("key_size must be in 1..1024");
-  if (max_blob_size < kBlobHeaderSize + RecordHeaderSize(key_size)) {
+  if (max_blob_size < kBlobHeaderSize + RecordHeaderSize(kBlobFormatVersion, key_size)) {
     return Status::InvalidArgument("max_blob_size is too small to hold a record");
   }
   if (max_data_in_blob < 1 || max_data_in_blob > 0xFFFFFFF0ull) {

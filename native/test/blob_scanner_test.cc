@@ -10,15 +10,12 @@
 namespace oyster {
 namespace {
 
-// A blob file image built record by record.
+// A blob file image of blob format `format` built record by record. Format-2
+// records get stamps, format-1 records have none.
 class BlobImage {
  public:
-  explicit BlobImage(size_t key_size = 16) : k_(key_size), bytes_(kBlobHeaderSize, '\0') {
-    BlobHeader h;
-    h.key_size = static_cast<uint32_t>(key_size);
-    h.blob_id = 1;
-    EncodeBlobHeader(h, &bytes_[0]);
-  }
+  explicit BlobImage(size_t key_size = 16, uint32_t format = kBlobFormatVersion)
+      : k_(key_size), format_(format), bytes_(test::BlobHeaderBytes(format, key_size, 1)) {}
 
   struct Record {
     std::string key;
@@ -32,16 +29,17 @@ class BlobImage {
   const std::string& bytes() const { return bytes_; }
   const std::vector<Record>& records() const { return records_; }
   size_t key_size() const { return k_; }
+  uint32_t format() const { return format_; }
+  size_t header_size() const { return RecordHeaderSize(format_, k_); }
 
  private:
   void Add(const std::string& key, uint64_t ts, const std::string& value, uint8_t flags) {
     const uint64_t at = bytes_.size();
-    std::string h(RecordHeaderSize(k_), '\0');
-    EncodeRecordHeader(flags, at, ts, key.data(), k_, value.data(), static_cast<uint32_t>(value.size()), &h[0]);
-    bytes_ += h;
+    const Version v{ts, format_ == kBlobFormatV1 ? 0 : Version::MakeStamp(ts * 1000000 + 7, 3)};
+    bytes_ += test::RecordHeaderBytes(format_, flags, at, v, key, value);
     bytes_ += value;
     IndexEntry e;
-    e.timestamp = ts;
+    e.version = v;
     e.offset = at;
     e.value_size = static_cast<uint32_t>(value.size());
     e.flags = flags;
@@ -49,6 +47,7 @@ class BlobImage {
   }
 
   const size_t k_;
+  const uint32_t format_;
   std::string bytes_;
   std::vector<Record> records_;
 };
@@ -59,13 +58,13 @@ struct Visit {
   bool value_ok;
 };
 
-// Scans the first `size` bytes of `bytes`.
+// Scans the first `size` bytes of `bytes`, a blob of `format`.
 Status Scan(const std::string& bytes, uint64_t size, size_t key_size, std::vector<Visit>* visits,
-            ScanResult* result) {
+            ScanResult* result, uint32_t format = kBlobFormatVersion) {
   visits->clear();
   test::StringFile file(bytes.substr(0, size));
   return ScanBlob(
-      file, kBlobHeaderSize, size, key_size,
+      file, format, kBlobHeaderSize, size, key_size,
       [&](const char* key, const IndexEntry& e, bool ok) { visits->push_back(Visit{std::string(key, key_size), e, ok}); },
       result);
 }
@@ -77,7 +76,8 @@ void AssertVisits(const std::vector<Visit>& visits, const BlobImage& image, cons
     const BlobImage::Record& r = image.records()[which[i]];
     ASSERT_TRUE(visits[i].key == r.key) << "visit " << i;
     ASSERT_EQ(visits[i].entry.offset, r.entry.offset) << "visit " << i;
-    ASSERT_EQ(visits[i].entry.timestamp, r.entry.timestamp) << "visit " << i;
+    ASSERT_EQ(visits[i].entry.version.timestamp, r.entry.version.timestamp) << "visit " << i;
+    ASSERT_EQ(visits[i].entry.version.stamp, r.entry.version.stamp) << "visit " << i;
     ASSERT_EQ(visits[i].entry.value_size, r.entry.value_size) << "visit " << i;
     ASSERT_EQ(visits[i].entry.flags, r.entry.flags) << "visit " << i;
   }
@@ -90,8 +90,8 @@ std::vector<size_t> Range(size_t from, size_t to) {
 }
 
 // Eight records of assorted sizes, tombstones and an overwrite among them.
-BlobImage SampleImage(size_t key_size = 16) {
-  BlobImage image(key_size);
+BlobImage SampleImage(size_t key_size = 16, uint32_t format = kBlobFormatVersion) {
+  BlobImage image(key_size, format);
   for (uint64_t i = 0; i < 8; i++) {
     const std::string key = test::Key(i % 6, key_size);
     if (i == 4) {
@@ -106,18 +106,33 @@ BlobImage SampleImage(size_t key_size = 16) {
 }  // namespace
 
 TEST(Scanner, CleanBlob) {
-  for (size_t k : {1, 16, 200}) {
-    BlobImage image = SampleImage(k);
+  for (uint32_t format : {kBlobFormatVersion, kBlobFormatV1}) {
+    for (size_t k : {1, 16, 200}) {
+      BlobImage image = SampleImage(k, format);
+      std::vector<Visit> visits;
+      ScanResult r;
+      ASSERT_OK(Scan(image.bytes(), image.bytes().size(), k, &visits, &r, format));
+      AssertVisits(visits, image, Range(0, 8));
+      for (const Visit& v : visits) ASSERT_TRUE(v.value_ok);
+      ASSERT_EQ(r.valid_end, image.bytes().size());
+      ASSERT_EQ(r.records, 8u);
+      ASSERT_EQ(r.corrupt_records, 0u);
+      ASSERT_EQ(r.skipped_regions, 0u);
+      ASSERT_EQ(r.skipped_bytes, 0u);
+    }
+  }
+}
+
+// Read as the other format, no record of a blob is valid: the header sizes
+// differ, so the CRCs are looked for in the wrong places.
+TEST(Scanner, ReadAsTheOtherFormatNothingIsARecord) {
+  for (uint32_t format : {kBlobFormatVersion, kBlobFormatV1}) {
+    BlobImage image = SampleImage(16, format);
     std::vector<Visit> visits;
     ScanResult r;
-    ASSERT_OK(Scan(image.bytes(), image.bytes().size(), k, &visits, &r));
-    AssertVisits(visits, image, Range(0, 8));
-    for (const Visit& v : visits) ASSERT_TRUE(v.value_ok);
-    ASSERT_EQ(r.valid_end, image.bytes().size());
-    ASSERT_EQ(r.records, 8u);
-    ASSERT_EQ(r.corrupt_records, 0u);
-    ASSERT_EQ(r.skipped_regions, 0u);
-    ASSERT_EQ(r.skipped_bytes, 0u);
+    ASSERT_OK(Scan(image.bytes(), image.bytes().size(), 16, &visits, &r, 3 - format));
+    ASSERT_EQ(r.records, 0u) << "format " << format;
+    ASSERT_EQ(r.valid_end, kBlobHeaderSize);
   }
 }
 
@@ -134,18 +149,20 @@ TEST(Scanner, HeaderOnlyBlob) {
 // A write interrupted anywhere inside the last record leaves a tail that is
 // cut at the start of that record; everything before it is intact.
 TEST(Scanner, TornTailAtEveryOffset) {
-  BlobImage image = SampleImage();
-  const uint64_t last_start = image.records().back().entry.offset;
-  const uint64_t end = image.bytes().size();
-  ASSERT_GT(end - last_start, 200u);  // header and a value
-  for (uint64_t cut = last_start; cut < end; cut++) {
-    std::vector<Visit> visits;
-    ScanResult r;
-    ASSERT_OK(Scan(image.bytes(), cut, 16, &visits, &r));
-    ASSERT_EQ(r.valid_end, last_start) << "cut at " << cut;
-    ASSERT_EQ(r.records, 7u) << "cut at " << cut;
-    ASSERT_EQ(r.skipped_regions, 0u) << "cut at " << cut;
-    AssertVisits(visits, image, Range(0, 7));
+  for (uint32_t format : {kBlobFormatVersion, kBlobFormatV1}) {
+    BlobImage image = SampleImage(16, format);
+    const uint64_t last_start = image.records().back().entry.offset;
+    const uint64_t end = image.bytes().size();
+    ASSERT_GT(end - last_start, 200u);  // header and a value
+    for (uint64_t cut = last_start; cut < end; cut++) {
+      std::vector<Visit> visits;
+      ScanResult r;
+      ASSERT_OK(Scan(image.bytes(), cut, 16, &visits, &r, format));
+      ASSERT_EQ(r.valid_end, last_start) << "cut at " << cut;
+      ASSERT_EQ(r.records, 7u) << "cut at " << cut;
+      ASSERT_EQ(r.skipped_regions, 0u) << "cut at " << cut;
+      AssertVisits(visits, image, Range(0, 7));
+    }
   }
 }
 
@@ -178,7 +195,7 @@ TEST(Scanner, DamagedValueIsReportedNotSkipped) {
   BlobImage image = SampleImage();
   const BlobImage::Record& rec = image.records()[3];
   ASSERT_GT(rec.entry.value_size, 10u);
-  for (uint64_t at : {rec.entry.offset + RecordHeaderSize(16), rec.end - 1}) {
+  for (uint64_t at : {rec.entry.offset + image.header_size(), rec.end - 1}) {
     std::string bytes = image.bytes();
     bytes[at] ^= 0x40;
     std::vector<Visit> visits;
@@ -196,19 +213,21 @@ TEST(Scanner, DamagedValueIsReportedNotSkipped) {
 // Any damaged byte in the header of a record in the middle makes the scan
 // step over that record and resume at the next one.
 TEST(Scanner, DamagedHeaderInTheMiddleIsSteppedOver) {
-  BlobImage image = SampleImage();
-  const BlobImage::Record& rec = image.records()[5];
-  for (uint64_t at = rec.entry.offset; at < rec.entry.offset + RecordHeaderSize(16); at++) {
-    std::string bytes = image.bytes();
-    bytes[at] ^= 0x08;
-    std::vector<Visit> visits;
-    ScanResult r;
-    ASSERT_OK(Scan(bytes, bytes.size(), 16, &visits, &r));
-    AssertVisits(visits, image, {0, 1, 2, 3, 4, 6, 7});
-    ASSERT_EQ(r.skipped_regions, 1u) << "byte " << at;
-    ASSERT_EQ(r.skipped_bytes, rec.end - rec.entry.offset) << "byte " << at;
-    ASSERT_EQ(r.records, 7u);
-    ASSERT_EQ(r.valid_end, bytes.size());
+  for (uint32_t format : {kBlobFormatVersion, kBlobFormatV1}) {
+    BlobImage image = SampleImage(16, format);
+    const BlobImage::Record& rec = image.records()[5];
+    for (uint64_t at = rec.entry.offset; at < rec.entry.offset + image.header_size(); at++) {
+      std::string bytes = image.bytes();
+      bytes[at] ^= 0x08;
+      std::vector<Visit> visits;
+      ScanResult r;
+      ASSERT_OK(Scan(bytes, bytes.size(), 16, &visits, &r, format));
+      AssertVisits(visits, image, {0, 1, 2, 3, 4, 6, 7});
+      ASSERT_EQ(r.skipped_regions, 1u) << "byte " << at;
+      ASSERT_EQ(r.skipped_bytes, rec.end - rec.entry.offset) << "byte " << at;
+      ASSERT_EQ(r.records, 7u);
+      ASSERT_EQ(r.valid_end, bytes.size());
+    }
   }
 }
 
@@ -265,7 +284,7 @@ TEST(Scanner, RecordEmbeddedInAValueIsIgnored) {
 // magic straddles two windows while resynchronising.
 TEST(Scanner, RecordsLargerThanTheReadWindow) {
   const uint64_t kWindow = 4 << 20;  // blob_scanner.cc
-  const size_t hsize = RecordHeaderSize(16);
+  const size_t hsize = RecordHeaderSize(kBlobFormatVersion, 16);
   BlobImage image;
   image.Put(test::Key(1), 1, test::ValueFor(test::Key(1), 1, 1000));
   image.Put(test::Key(2), 2, test::ValueFor(test::Key(2), 2, 5 << 20));

@@ -43,7 +43,7 @@ class HookedPut final : public WriteRequest {
  public:
   HookedPut(std::string k, std::function<void()> on_done) : key_(std::move(k)), on_done_(std::move(on_done)) {
     key = key_.data();
-    timestamp = 1;
+    version = test::Ts(1);
     value = "hooked";
     value_size = 6;
   }
@@ -107,7 +107,7 @@ TEST(Fault, FailedWriteFailsOnlyItsBatch) {
   ASSERT_EQ(db->RecordsCount(), 120u);
   // The torn bytes were cut off: nothing of the failed batch is left
   // between the records.
-  ASSERT_EQ(test::FileSize(blob), size + 100 * (RecordHeaderSize(16) + 60));
+  ASSERT_EQ(test::FileSize(blob), size + 100 * (RecordHeaderSize(kBlobFormatVersion, 16) + 60));
   WriteEach(db.get(), Puts(2000, 2010), &model);
   model.Verify(db.get());
 

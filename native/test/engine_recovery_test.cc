@@ -33,7 +33,7 @@ IndexEntry RecordOf(const std::string& blob_path, const std::string& key) {
   IndexEntry found;
   bool any = false;
   ScanResult r;
-  s = ScanBlob(*file, kBlobHeaderSize, test::FileSize(blob_path), key.size(),
+  s = ScanBlob(*file, kBlobFormatVersion, kBlobHeaderSize, test::FileSize(blob_path), key.size(),
                [&](const char* k, const IndexEntry& e, bool) {
                  if (std::string(k, key.size()) == key) {
                    found = e;
@@ -53,7 +53,8 @@ bool HasEvent(const RecoveryReport& r, const std::string& part) {
 }
 
 // A blob file holding only a header.
-void WriteHeaderOnlyBlob(const std::string& path, uint64_t id, uint32_t key_size = 16, uint32_t version = 1) {
+void WriteHeaderOnlyBlob(const std::string& path, uint64_t id, uint32_t key_size = 16,
+                         uint32_t version = kBlobFormatVersion) {
   BlobHeader h;
   h.version = version;
   h.key_size = key_size;
@@ -239,7 +240,7 @@ TEST(Recovery, TornActiveBlobAtEveryOffset) {
   const std::string path = test::BlobPath(dir, 1);
   const std::string full = test::ReadFileOrThrow(path);
   const uint64_t last = RecordOf(path, Key(3)).offset;
-  ASSERT_EQ(full.size() - last, RecordHeaderSize(16) + 100);
+  ASSERT_EQ(full.size() - last, RecordHeaderSize(kBlobFormatVersion, 16) + 100);
   for (uint64_t cut = last; cut <= full.size(); cut++) {
     test::WriteFileOrThrow(path, full.substr(0, cut));
     ASSERT_OK(db.Open()) << "cut at " << cut;
@@ -279,7 +280,7 @@ TEST(Recovery, TornSealedBlobWithoutIndex) {
   const uint64_t cut = test::FileSize(blob1) - 50;
   test::TruncateFile(blob1, cut);
   ASSERT_OK(db.Open());
-  ASSERT_EQ(db.report().bytes_truncated, cut - (kBlobHeaderSize + 9 * (RecordHeaderSize(16) + 80)));
+  ASSERT_EQ(db.report().bytes_truncated, cut - (kBlobHeaderSize + 9 * (RecordHeaderSize(kBlobFormatVersion, 16) + 80)));
   ASSERT_EQ(db.report().indexes_rebuilt, 1u);
   ASSERT_EQ(db.report().blobs_scanned, 2u);
   ASSERT_EQ(db->Stats().active_blob_id, 2u);
@@ -318,7 +319,7 @@ TEST(Recovery, DamagedValueFailsOnlyItsKey) {
       ASSERT_OK(db.Close());
     }
     const IndexEntry e = RecordOf(path, Key(5));
-    test::FlipByte(path, e.offset + RecordHeaderSize(16) + 42, 0x10);
+    test::FlipByte(path, e.offset + RecordHeaderSize(kBlobFormatVersion, 16) + 42, 0x10);
     ASSERT_OK(db.Open());
     if (crash) {
       ASSERT_EQ(db.report().blobs_scanned, 1u);
@@ -329,7 +330,7 @@ TEST(Recovery, DamagedValueFailsOnlyItsKey) {
     }
     GetResult g;
     ASSERT_STATUS(kCorruption, db->Get(Key(5).data(), &g));
-    ASSERT_EQ(g.timestamp, 1u);  // reported with the error
+    ASSERT_EQ(g.version.timestamp, 1u);  // reported with the error
     ASSERT_EQ(db->Stats().corrupt_reads, 1u);
     LookupResult l;
     ASSERT_OK(db->Lookup(Key(5).data(), &l));  // does not read the value
@@ -364,11 +365,11 @@ TEST(Recovery, DamagedRecordHeader) {
       ASSERT_OK(db.Close());
     }
     const IndexEntry e = RecordOf(path, Key(5));
-    ASSERT_EQ(e.timestamp, 2u);
+    ASSERT_EQ(e.version.timestamp, 2u);
     test::FlipByte(path, e.offset + 17);  // its timestamp
     ASSERT_OK(db.Open());
     if (crash) {
-      ASSERT_EQ(db.report().skipped_bytes, RecordHeaderSize(16) + 70);
+      ASSERT_EQ(db.report().skipped_bytes, RecordHeaderSize(kBlobFormatVersion, 16) + 70);
       ASSERT_EQ(db.report().bytes_truncated, 0u);
       ASSERT_TRUE(HasEvent(db.report(), "damaged region"));
       // The older version is all that is left of key 5.
@@ -460,7 +461,7 @@ TEST(Recovery, DamagedBlobHeaderIsQuarantined) {
 TEST(Recovery, UnsupportedBlobVersionRefusesOpen) {
   const std::string dir = PartitionDir();
   ASSERT_OK(FileSystem::Default()->CreateDir(dir));
-  WriteHeaderOnlyBlob(test::BlobPath(dir, 1), 1, 16, 2);
+  WriteHeaderOnlyBlob(test::BlobPath(dir, 1), 1, 16, 3);
   TestEngine db(dir);
   ASSERT_STATUS(kNotSupported, db.Open());
   ASSERT_EQ(test::ListDir(dir), (std::vector<std::string>{"oyster.1.blob"}));
@@ -538,6 +539,18 @@ TEST(Recovery, HeaderOnlyBlob) {
   ASSERT_FALSE(test::FileExists(test::BlobPath(dir3, 1)));
   ASSERT_EQ(db3->Stats().active_blob_id, 2u);
   ASSERT_EQ(Read(db3.get(), Key(1)), "NOT_FOUND");
+
+  // A record-less format-1 blob does not become the active blob (nothing is
+  // appended to format 1): it is removed, and the next write starts blob 2.
+  const std::string dir4 = test::TmpDir() + "/fourth";
+  ASSERT_OK(FileSystem::Default()->CreateDir(dir4));
+  WriteHeaderOnlyBlob(test::BlobPath(dir4, 1), 1, 16, kBlobFormatV1);
+  TestEngine db4(dir4);
+  ASSERT_OK(db4.Open());
+  ASSERT_EQ(db4.report().files_removed, 1u);
+  ASSERT_FALSE(db4->Stats().has_active_blob);
+  ASSERT_OK(test::Put(db4.get(), Key(1), 1, "x"));
+  ASSERT_EQ(db4->Stats().active_blob_id, 2u);
 }
 
 // bob's pearl files share the directory layout but not the format: the open

@@ -77,7 +77,7 @@ TEST(Engine, PutGetValueSizes) {
       GetResult r;
       ASSERT_OK(db->Get(Key(i).data(), &r));
       ASSERT_EQ(r.kind, GetResult::kFound);
-      ASSERT_EQ(r.timestamp, 100 + i);
+      ASSERT_EQ(r.version.timestamp, 100 + i);
       ASSERT_EQ(r.record.value_size, sizes[i]);
       ASSERT_TRUE(Read(db.get(), Key(i)) == ValueFor(Key(i), 100 + i, sizes[i])) << "size " << sizes[i];
     }
@@ -114,15 +114,19 @@ TEST(Engine, Overwrite) {
   ASSERT_EQ(db->RecordsCount(), 4u);
 }
 
-TEST(Engine, DeleteAndTimestamps) {
+TEST(Engine, DeleteAndVersions) {
   TestEngine db(PartitionDir());
   ASSERT_OK(db.Open());
-  // Delete then put with the same timestamp: the put is the later write.
+  // Delete then put with the same version: the tombstone stays newer (a
+  // delete is never undone by a copy of the value it deleted); a put with a
+  // later stamp in the same second brings the key back.
   ASSERT_OK(test::Delete(db.get(), Key(1), 5));
   ASSERT_EQ(Read(db.get(), Key(1)), "DELETED");
-  ASSERT_OK(test::Put(db.get(), Key(1), 5, "back"));
+  ASSERT_OK(test::Put(db.get(), Key(1), 5, "copy"));
+  ASSERT_EQ(Read(db.get(), Key(1)), "DELETED");
+  ASSERT_OK(test::Put(db.get(), Key(1), Version::Of(5, 1, 1), "back"));
   ASSERT_EQ(Read(db.get(), Key(1)), "back");
-  // Put then delete with the same timestamp.
+  // Put then delete with the same version.
   ASSERT_OK(test::Put(db.get(), Key(2), 5, "doomed"));
   ASSERT_OK(test::Delete(db.get(), Key(2), 5));
   ASSERT_EQ(Read(db.get(), Key(2)), "DELETED");
@@ -134,7 +138,7 @@ TEST(Engine, DeleteAndTimestamps) {
   LookupResult l;
   ASSERT_OK(db->Lookup(Key(3).data(), &l));
   ASSERT_EQ(l.kind, GetResult::kDeleted);
-  ASSERT_EQ(l.timestamp, 10u);
+  ASSERT_EQ(l.version.timestamp, 10u);
   // Deleting a key that never existed leaves a tombstone.
   ASSERT_OK(test::Delete(db.get(), Key(4), 1));
   ASSERT_EQ(Read(db.get(), Key(4)), "DELETED");
@@ -154,10 +158,19 @@ TEST(Engine, NewestWinsAcrossBlobs) {
       WriteOp::Put(Key(2), 7, "B first"), WriteOp::Put(Key(2), 7, "B second"),       // tie: later wins
       WriteOp::Put(Key(3), 3, "C"),       WriteOp::Delete(Key(3), 9),
       WriteOp::Put(Key(3), 6, "C stale"),                                            // tombstone is newer
-      WriteOp::Delete(Key(4), 5),         WriteOp::Put(Key(4), 5, "D back"),         // tie: put is later
-      WriteOp::Put(Key(5), 8, "E"),       WriteOp::Delete(Key(5), 8),                // tie: delete is later
+      WriteOp::Delete(Key(4), 5),         WriteOp::Put(Key(4), Version::Of(5, 1, 1), "D back"),  // a stamp
+      WriteOp::Put(Key(5), 8, "E"),       WriteOp::Delete(Key(5), 8),                // tie: the tombstone
       WriteOp::Put(Key(6), 1, "F1"),      WriteOp::Put(Key(6), 100, "F100"),
       WriteOp::Put(Key(6), 50, "F50"),
+      // Same second: the later tick wins, then the higher node, whatever the order of writing.
+      WriteOp::Put(Key(7), Version::Of(20, 300, 1), "G tick 300"),
+      WriteOp::Put(Key(7), Version::Of(20, 200, 9), "G tick 200"),
+      WriteOp::Put(Key(8), Version::Of(20, 300, 2), "H node 2"),
+      WriteOp::Put(Key(8), Version::Of(20, 300, 1), "H node 1"),
+      // A tombstone in an older blob beats a copy of the value at the same
+      // version in a newer one: that blob cannot be skipped.
+      WriteOp::Put(Key(9), Version::Of(30, 5, 5), "I"), WriteOp::Delete(Key(9), Version::Of(30, 5, 5)),
+      WriteOp::Put(Key(9), Version::Of(30, 5, 5), "I copy"),
   };
   for (uint64_t max_records : {1000000ull, 1ull, 2ull}) {
     TestEngine db(test::TmpDir() + "/max" + std::to_string(max_records));
@@ -176,6 +189,9 @@ TEST(Engine, NewestWinsAcrossBlobs) {
       ASSERT_EQ(Read(db.get(), Key(4)), "D back");
       ASSERT_EQ(Read(db.get(), Key(5)), "DELETED");
       ASSERT_EQ(Read(db.get(), Key(6)), "F100");
+      ASSERT_EQ(Read(db.get(), Key(7)), "G tick 300");
+      ASSERT_EQ(Read(db.get(), Key(8)), "H node 2");
+      ASSERT_EQ(Read(db.get(), Key(9)), "DELETED");
       model.Verify(db.get());
       if (round == 0) {
         ASSERT_OK(db.Reopen());
@@ -223,7 +239,7 @@ TEST(Engine, RotationByRecordCount) {
 }
 
 TEST(Engine, RotationByBlobSize) {
-  const size_t record = RecordHeaderSize(16) + 100;
+  const size_t record = RecordHeaderSize(kBlobFormatVersion, 16) + 100;
   TestEngine db(PartitionDir());
   db.options.max_blob_size = kBlobHeaderSize + 3 * record;
   ASSERT_OK(db.Open());
@@ -243,8 +259,8 @@ TEST(Engine, RotationByBlobSize) {
   const std::vector<uint64_t> ids = BlobIds(db.dir());
   ASSERT_EQ(ids, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
   const uint64_t want[] = {kBlobHeaderSize + 3 * record, kBlobHeaderSize + 3 * record, kBlobHeaderSize + record,
-                           kBlobHeaderSize + RecordHeaderSize(16) + 1000,
-                           kBlobHeaderSize + record + RecordHeaderSize(16)};
+                           kBlobHeaderSize + RecordHeaderSize(kBlobFormatVersion, 16) + 1000,
+                           kBlobHeaderSize + record + RecordHeaderSize(kBlobFormatVersion, 16)};
   for (size_t i = 0; i < ids.size(); i++) {
     ASSERT_EQ(test::FileSize(test::BlobPath(db.dir(), ids[i])), want[i]) << "blob " << ids[i];
   }
@@ -290,7 +306,7 @@ TEST(Engine, ValueTooLarge) {
   const std::string k = Key(1);
   RawWrite w;
   w.key = k.data();
-  w.timestamp = 1;
+  w.version = test::Ts(1);
   w.value = "";  // never read: the size is refused first
   w.value_size = kMaxValueSize + 1;
   db->Write(&w);
@@ -300,7 +316,7 @@ TEST(Engine, ValueTooLarge) {
   // A tombstone's value size is ignored.
   RawWrite d;
   d.key = k.data();
-  d.timestamp = 2;
+  d.version = test::Ts(2);
   d.tombstone = true;
   d.value_size = kMaxValueSize + 1;
   db->Write(&d);
@@ -443,7 +459,7 @@ TEST(Engine, OptionsAreValidated) {
   const Case cases[] = {
       {"key_size 0", [](EngineOptions* o) { o->key_size = 0; }},
       {"key_size 1025", [](EngineOptions* o) { o->key_size = 1025; }},
-      {"max_blob_size", [](EngineOptions* o) { o->max_blob_size = kBlobHeaderSize + RecordHeaderSize(16) - 1; }},
+      {"max_blob_size", [](EngineOptions* o) { o->max_blob_size = kBlobHeaderSize + RecordHeaderSize(kBlobFormatVersion, 16) - 1; }},
       {"max_data_in_blob 0", [](EngineOptions* o) { o->max_data_in_blob = 0; }},
       {"max_data_in_blob huge", [](EngineOptions* o) { o->max_data_in_blob = 0xFFFFFFF1ull; }},
       {"bloom_bits_per_key", [](EngineOptions* o) { o->bloom_bits_per_key = 65; }},
@@ -514,7 +530,7 @@ TEST(Engine, DirtyBytesForceSync) {
   ASSERT_OK(db.Open());
   ASSERT_OK(test::Put(db.get(), Key(0), 1, "first"));  // creates the blob
   fs.ResetCounters();
-  const size_t value = 1024 - RecordHeaderSize(16);  // 1 KiB records
+  const size_t value = 1024 - RecordHeaderSize(kBlobFormatVersion, 16);  // 1 KiB records
   for (uint64_t i = 1; i <= 100; i++) ASSERT_OK(test::Put(db.get(), Key(i), 1, ValueFor(Key(i), 1, value)));
   ASSERT_EQ(fs.writes(), 100u);
   // A sync whenever more than 10 KiB are dirty: every 11th write.
@@ -618,11 +634,11 @@ TEST(Engine, ConcurrentWritersAndReaders) {
           report("get: " + s.ToString());
         } else if (g.kind != GetResult::kFound) {
           report("acknowledged key " + std::to_string(i) + " of writer " + std::to_string(w) + " not found");
-        } else if (g.timestamp != 1 && g.timestamp != 2) {
-          report("unexpected timestamp " + std::to_string(g.timestamp));
+        } else if (g.version.timestamp != 1 && g.version.timestamp != 2) {
+          report("unexpected timestamp " + std::to_string(g.version.timestamp));
         } else {
           std::string v(g.record.storage.get() + g.record.value_offset, g.record.value_size);
-          if (v != ValueFor(k, g.timestamp, size_of(i, g.timestamp))) {
+          if (v != ValueFor(k, g.version.timestamp, size_of(i, g.version.timestamp))) {
             report("wrong value for key " + std::to_string(i) + " of writer " + std::to_string(w));
           }
         }
@@ -771,28 +787,74 @@ TEST(Engine, StatsWhileRotating) {
   ASSERT_EQ(db->RecordsCount(), 100u);
 }
 
-// Snapshot lists the newest version of every key once, across blobs of every
-// state (closed, sealed, active), with the tie rule of reads.
+// Snapshot lists the newest record of every key once, across blobs of every
+// state (closed, sealed, active), by the rule of reads.
 TEST(Engine, SnapshotNewestPerKey) {
   TestEngine db(PartitionDir());
   db.options.max_data_in_blob = 2;
   ASSERT_OK(db.Open());
-  ASSERT_OK(test::Put(db.get(), Key(1), 10, "old"));
+  ASSERT_OK(test::Put(db.get(), Key(1), 10, "old"));                                   // blob 1
   ASSERT_OK(test::Put(db.get(), Key(2), 10, "two"));
-  ASSERT_OK(test::Put(db.get(), Key(1), 10, "same second, later blob"));
+  ASSERT_OK(test::Put(db.get(), Key(1), 10, "same second, later blob"));               // blob 2
   ASSERT_OK(test::Delete(db.get(), Key(2), 30));
-  ASSERT_OK(test::Put(db.get(), Key(3), 5, "three"));
+  ASSERT_OK(test::Put(db.get(), Key(5), Version::Of(10, 9, 1), "tick 9"));           // blob 3
+  ASSERT_OK(test::Delete(db.get(), Key(4), Version::Of(10, 2, 2)));
+  ASSERT_OK(test::Put(db.get(), Key(5), Version::Of(10, 3, 1), "tick 3, later blob"));  // blob 4
+  ASSERT_OK(test::Put(db.get(), Key(4), Version::Of(10, 2, 2), "a copy of what was deleted"));
+  ASSERT_OK(test::Put(db.get(), Key(3), 5, "three"));                                  // blob 5
   std::string packed;
   ASSERT_OK(db->Snapshot(&packed));
-  const size_t entry = 9 + 16;
-  ASSERT_EQ(packed.size(), 3 * entry);
-  std::map<std::string, std::pair<int, uint64_t>> got;
+  const size_t entry = kSnapshotEntryFixedSize + 16;
+  ASSERT_EQ(entry, 33u);
+  ASSERT_EQ(packed.size(), 5 * entry);
+  struct Got {
+    int kind;
+    uint64_t timestamp, stamp;
+    bool operator==(const Got& o) const { return kind == o.kind && timestamp == o.timestamp && stamp == o.stamp; }
+  };
+  std::map<std::string, Got> got;
   for (size_t off = 0; off < packed.size(); off += entry) {
-    got[packed.substr(off + 9, 16)] = {packed[off], DecodeFixed64(packed.data() + off + 1)};
+    got[packed.substr(off + 17, 16)] =
+        Got{packed[off], DecodeFixed64(packed.data() + off + 1), DecodeFixed64(packed.data() + off + 9)};
   }
-  ASSERT_TRUE((got[Key(1)] == std::pair<int, uint64_t>{1, 10}));
-  ASSERT_TRUE((got[Key(2)] == std::pair<int, uint64_t>{2, 30}));
-  ASSERT_TRUE((got[Key(3)] == std::pair<int, uint64_t>{1, 5}));
+  ASSERT_TRUE((got[Key(1)] == Got{1, 10, 0}));
+  ASSERT_TRUE((got[Key(2)] == Got{2, 30, 0}));
+  ASSERT_TRUE((got[Key(3)] == Got{1, 5, 0}));
+  ASSERT_TRUE((got[Key(4)] == Got{2, 10, Version::MakeStamp(2, 2)}));
+  ASSERT_TRUE((got[Key(5)] == Got{1, 10, Version::MakeStamp(9, 1)}));
+}
+
+// Stats report the largest version and the largest tick stored, also after
+// a reopen (from the index files), for the node's clock.
+TEST(Engine, StatsMaxVersionAndTick) {
+  TestEngine db(PartitionDir());
+  db.options.max_data_in_blob = 2;
+  ASSERT_OK(db.Open());
+  ASSERT_EQ(db->Stats().max_version.timestamp, 0u);
+  ASSERT_EQ(db->Stats().max_tick, 0u);
+  ASSERT_OK(test::Put(db.get(), Key(1), Version::Of(100, 5000, 1), "a"));
+  ASSERT_OK(test::Put(db.get(), Key(1), Version::Of(200, 10, 2), "b"));  // supersedes a larger tick
+  ASSERT_OK(test::Put(db.get(), Key(2), Version::Of(150, 7000, 3), "c"));
+  ASSERT_OK(test::Delete(db.get(), Key(3), Version::Of(200, 20, 1)));
+  for (int round = 0; round < 2; round++) {
+    const EngineStats st = db->Stats();
+    ASSERT_EQ(st.max_version.timestamp, 200u) << "round " << round;
+    ASSERT_EQ(st.max_version.tick(), 20u) << "round " << round;
+    ASSERT_EQ(st.max_version.node(), 1u) << "round " << round;
+    ASSERT_EQ(st.max_tick, 7000u) << "round " << round;
+    ASSERT_OK(db.Reopen());
+  }
+  // Superseded inside its blob, the largest tick still counts.
+  TestEngine one(test::TmpDir() + "/one");
+  ASSERT_OK(one.Open());
+  ASSERT_OK(test::Put(one.get(), Key(1), Version::Of(100, 9000, 1), "a"));
+  ASSERT_OK(test::Put(one.get(), Key(1), Version::Of(101, 1, 1), "b"));
+  ASSERT_EQ(one->Stats().max_tick, 9000u);
+  ASSERT_OK(one.Reopen());
+  ASSERT_EQ(one->Stats().max_tick, 9000u);
+  one.Crash();
+  ASSERT_OK(one.Open());
+  ASSERT_EQ(one->Stats().max_tick, 9000u);
 }
 
 }  // namespace oyster

@@ -24,7 +24,7 @@ uint64_t Hash(const std::string& k) { return KeyHash64(k.data(), k.size()); }
 // The entry that key number i gets in these tests.
 IndexEntry EntryFor(uint64_t i) {
   IndexEntry e;
-  e.timestamp = 1000 + i % 777;
+  e.version = Version::Of(1000 + i % 777, i * 7 % 1000, static_cast<uint32_t>(i % 4096));
   e.offset = 32 + i * 64;
   e.value_size = static_cast<uint32_t>(i % 5 == 0 ? 0 : i);
   e.flags = i % 5 == 0 ? kFlagTombstone : 0;
@@ -55,7 +55,8 @@ IndexBuildParams Params(const std::string& dir, uint64_t n) {
 }
 
 void AssertEntry(const IndexEntry& got, const IndexEntry& want, uint64_t i) {
-  ASSERT_EQ(got.timestamp, want.timestamp) << "key " << i;
+  ASSERT_EQ(got.version.timestamp, want.version.timestamp) << "key " << i;
+  ASSERT_EQ(got.version.stamp, want.version.stamp) << "key " << i;
   ASSERT_EQ(got.offset, want.offset) << "key " << i;
   ASSERT_EQ(got.value_size, want.value_size) << "key " << i;
   ASSERT_EQ(got.flags, want.flags) << "key " << i;
@@ -156,17 +157,35 @@ TEST(IndexFile, BuildAndReopen) {
     ASSERT_EQ(h.blob_size, p.blob_size);
     ASSERT_EQ(h.file_size(), test::FileSize(path));
     ASSERT_EQ(h.block_size, kIndexBlockSize);
-    ASSERT_EQ(h.entries_per_block, (kIndexBlockSize - 4) / (c.key_size + 24));
+    ASSERT_EQ(h.entries_per_block, (kIndexBlockSize - 4) / (c.key_size + 32));
     ASSERT_EQ(h.bloom_blocks, BloomBlocks(c.n, c.bloom_bits));
     ASSERT_EQ(reader->FilterMemoryUsage(), h.bloom_blocks * 64);
-    uint64_t min_ts = ~0ull, max_ts = 0;
+    uint64_t min_ts = ~0ull, max_stamp = 0;
+    Version max_version;
     for (uint64_t j = 0; j < c.n; j++) {
-      min_ts = std::min(min_ts, EntryFor(2 * j).timestamp);
-      max_ts = std::max(max_ts, EntryFor(2 * j).timestamp);
+      const Version v = EntryFor(2 * j).version;
+      min_ts = std::min(min_ts, v.timestamp);
+      if (CompareVersions(v, max_version) > 0) max_version = v;
+      max_stamp = std::max(max_stamp, v.stamp);
     }
     ASSERT_EQ(h.min_timestamp, min_ts);
-    ASSERT_EQ(h.max_timestamp, max_ts);
+    ASSERT_EQ(h.max_timestamp, max_version.timestamp);
+    ASSERT_EQ(h.max_stamp_of_newest, max_version.stamp);
+    ASSERT_EQ(h.max_stamp, max_stamp);
   }
+}
+
+// max_stamp covers the records the caller saw, not only the entries kept
+// (a superseded record may carry the largest tick).
+TEST(IndexFile, MaxStampCoversSupersededRecords) {
+  auto index = MakeIndex(16, 10);
+  IndexBuildParams p = Params(test::TmpDir(), 10);
+  const uint64_t big = Version::MakeStamp(kMaxTick, 9);
+  p.max_stamp = big;
+  std::unique_ptr<IndexReader> built;
+  ASSERT_OK(BuildIndexFile(FileSystem::Default(), p, *index, &built));
+  ASSERT_EQ(built->header().max_stamp, big);
+  ASSERT_TRUE(built->header().max_stamp_of_newest < big);
 }
 
 TEST(IndexFile, EmptyIndex) {
@@ -304,25 +323,31 @@ TEST(IndexFile, HeaderRoundTripAndConsistencyChecks) {
   h.entry_count = 400;
   h.min_timestamp = 10;
   h.max_timestamp = 20;
-  h.entry_size = 40;
+  h.max_stamp_of_newest = Version::MakeStamp(1700000000000001, 4);
+  h.max_stamp = Version::MakeStamp(1700000000000009, 1);
+  h.entry_size = 48;
   h.block_size = 4096;
-  h.entries_per_block = 102;
-  h.block_count = 4;
+  h.entries_per_block = 85;
+  h.block_count = 5;
   h.bloom_probes = 6;
   h.bloom_blocks = 8;
-  h.fences_offset = 128;
-  h.bloom_offset = 128 + 5 * 16;
+  h.fences_offset = 144;
+  h.bloom_offset = 144 + 6 * 16;
   h.blocks_offset = 4096;
   h.sections_crc = 0xDEADBEEF;
   char buf[kIndexHeaderSize];
   EncodeIndexHeader(h, buf);
   ASSERT_EQ(std::string(buf, 8), "OYSTINDX");
+  ASSERT_EQ(IndexHeaderVersion(buf), 2u);
   IndexHeader d;
   ASSERT_OK(DecodeIndexHeader(buf, &d));
   ASSERT_EQ(d.blob_size, 123456u);
   ASSERT_EQ(d.entry_count, 400u);
+  ASSERT_EQ(d.max_timestamp, 20u);
+  ASSERT_EQ(d.max_stamp_of_newest, h.max_stamp_of_newest);
+  ASSERT_EQ(d.max_stamp, h.max_stamp);
   ASSERT_EQ(d.sections_crc, 0xDEADBEEFu);
-  ASSERT_EQ(d.file_size(), 4096u + 4 * 4096u);
+  ASSERT_EQ(d.file_size(), 4096u + 5 * 4096u);
 
   // Each field made inconsistent, with a valid header CRC.
   struct Change {
@@ -330,12 +355,12 @@ TEST(IndexFile, HeaderRoundTripAndConsistencyChecks) {
     void (*apply)(IndexHeader*);
   };
   const Change changes[] = {
-      {"version", [](IndexHeader* x) { x->version = 2; }},
-      {"entry_size", [](IndexHeader* x) { x->entry_size = 41; }},
-      {"block_size too small", [](IndexHeader* x) { x->block_size = 256; x->entries_per_block = 6; }},
-      {"block_size too large", [](IndexHeader* x) { x->block_size = 2 << 20; x->entries_per_block = (2 << 20) / 40; }},
-      {"entries_per_block", [](IndexHeader* x) { x->entries_per_block = 101; }},
-      {"block_count", [](IndexHeader* x) { x->block_count = 5; }},
+      {"version", [](IndexHeader* x) { x->version = 3; }},
+      {"entry_size", [](IndexHeader* x) { x->entry_size = 40; }},
+      {"block_size too small", [](IndexHeader* x) { x->block_size = 256; x->entries_per_block = 5; }},
+      {"block_size too large", [](IndexHeader* x) { x->block_size = 2 << 20; x->entries_per_block = (2 << 20) / 48; }},
+      {"entries_per_block", [](IndexHeader* x) { x->entries_per_block = 84; }},
+      {"block_count", [](IndexHeader* x) { x->block_count = 6; }},
       {"entry_count > records_total", [](IndexHeader* x) { x->records_total = 399; }},
       {"bloom_probes", [](IndexHeader* x) { x->bloom_probes = 31; }},
       {"fences_offset", [](IndexHeader* x) { x->fences_offset = 0; }},
@@ -352,11 +377,29 @@ TEST(IndexFile, HeaderRoundTripAndConsistencyChecks) {
   }
 }
 
-// docs/FORMAT.md, section 4.9: the index of the one-record blob of section 3.3.
+// The header of an index written by the previous engine (version 1, 128
+// bytes): not read any more, and named for what it is rather than damage.
+TEST(IndexFile, Version1HeaderIsNoLongerRead) {
+  char buf[kIndexHeaderSize] = {};
+  EncodeFixed64(buf, kIndexMagic);
+  EncodeFixed32(buf + 8, 1);
+  EncodeFixed32(buf + 12, 16);
+  EncodeFixed32(buf + 124, crc32c::Value(buf, 124));
+  ASSERT_EQ(IndexHeaderVersion(buf), 1u);
+  IndexHeader d;
+  Status s = DecodeIndexHeader(buf, &d);
+  ASSERT_STATUS(kCorruption, s);
+  ASSERT_TRUE(s.message().find("index format version 1") != std::string::npos) << s.ToString();
+  char other[kIndexHeaderSize] = {};
+  ASSERT_EQ(IndexHeaderVersion(other), 0u) << "no magic, no version";
+}
+
+// docs/FORMAT.md, section 4.9: the index of the one-record blob of section
+// 3.3 (its first record only: an 89-byte blob).
 TEST(IndexFile, WorkedExample) {
   ActiveIndex index(8);
   IndexEntry e;
-  e.timestamp = 1700000000;
+  e.version = Version::Of(1700000000, 1700000000123456, 3);
   e.offset = 32;
   e.value_size = 5;
   index.Insert("key-0001", KeyHash64("key-0001", 8), e);
@@ -364,35 +407,38 @@ TEST(IndexFile, WorkedExample) {
   p.dir = test::TmpDir();
   p.prefix = "oyster";
   p.blob_id = 1;
-  p.blob_size = 81;
+  p.blob_size = 89;
   p.records_total = 1;
+  p.max_stamp = e.version.stamp;
   p.bloom_bits_per_key = 10;
   std::unique_ptr<IndexReader> reader;
   ASSERT_OK(BuildIndexFile(FileSystem::Default(), p, index, &reader));
   const std::string bytes = test::ReadFileOrThrow(JoinPath(test::TmpDir(), "oyster.1.index"));
   ASSERT_EQ(bytes.size(), 8192u);
   const std::string head = FromHex(
-      "4f 59 53 54 49 4e 44 58 01 00 00 00 08 00 00 00"
-      "01 00 00 00 00 00 00 00 51 00 00 00 00 00 00 00"
+      "4f 59 53 54 49 4e 44 58 02 00 00 00 08 00 00 00"
+      "01 00 00 00 00 00 00 00 59 00 00 00 00 00 00 00"
       "01 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00"
       "00 f1 53 65 00 00 00 00 00 f1 53 65 00 00 00 00"
-      "20 00 00 00 00 10 00 00 7f 00 00 00 06 00 00 00"
+      "28 00 00 00 00 10 00 00 66 00 00 00 06 00 00 00"
       "01 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00"
-      "80 00 00 00 00 00 00 00 90 00 00 00 00 00 00 00"
-      "00 10 00 00 00 00 00 00 c5 23 4d 57 4d fb 4c fb"
+      "90 00 00 00 00 00 00 00 a0 00 00 00 00 00 00 00"
+      "00 10 00 00 00 00 00 00 03 00 24 02 82 41 a2 60"
+      "03 00 24 02 82 41 a2 60 c5 23 4d 57 b8 0f 1b c8"
       "6b 65 79 2d 30 30 30 31 6b 65 79 2d 30 30 30 31"
       "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
       "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
       "00 00 00 00 00 02 00 10 00 80 00 00 04 00 20 00"
       "00 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00");
-  ASSERT_TRUE(bytes.substr(0, head.size()) == head) << test::internal::PrintString(bytes.substr(0, 0xd0));
-  ASSERT_TRUE(bytes.substr(0xd0, 0x1000 - 0xd0) == std::string(0x1000 - 0xd0, '\0'));
+  ASSERT_TRUE(bytes.substr(0, head.size()) == head) << test::internal::PrintString(bytes.substr(0, 0xe0));
+  ASSERT_TRUE(bytes.substr(0xe0, 0x1000 - 0xe0) == std::string(0x1000 - 0xe0, '\0'));
   const std::string entry = FromHex(
       "6b 65 79 2d 30 30 30 31 00 f1 53 65 00 00 00 00"
-      "20 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00");
-  ASSERT_TRUE(bytes.substr(0x1000, 0x20) == entry);
-  ASSERT_TRUE(bytes.substr(0x1020, 0x1ffc - 0x1020) == std::string(0x1ffc - 0x1020, '\0'));
-  ASSERT_TRUE(bytes.substr(0x1ffc, 4) == FromHex("1d 6c 8b 7a"));
+      "03 00 24 02 82 41 a2 60 20 00 00 00 00 00 00 00"
+      "05 00 00 00 00 00 00 00");
+  ASSERT_TRUE(bytes.substr(0x1000, 0x28) == entry);
+  ASSERT_TRUE(bytes.substr(0x1028, 0x1ffc - 0x1028) == std::string(0x1ffc - 0x1028, '\0'));
+  ASSERT_TRUE(bytes.substr(0x1ffc, 4) == FromHex("a0 c3 0f ad"));
 }
 
 TEST(IndexFile, LeftoverTempFileIsReplaced) {
@@ -409,7 +455,7 @@ TEST(IndexFile, LeftoverTempFileIsReplaced) {
 // A failed build leaves neither the temporary file nor a final index.
 TEST(IndexFile, FailedBuildLeavesNoFiles) {
   test::FaultInjectingFileSystem fs;
-  // 30000 entries take 295 blocks: the blocks are written in two 1 MiB chunks.
+  // 30000 entries take 353 blocks: the blocks are written in two 1 MiB chunks.
   const uint64_t n = 30000;
   auto index = MakeIndex(16, n);
   IndexBuildParams p = Params(test::TmpDir(), n);

@@ -53,8 +53,8 @@ bool NoWaitReadsWork() {
 std::string Describe(const Status& s, const GetResult& g) {
   if (!s.ok()) return s.ToString();
   if (g.kind == GetResult::kAbsent) return "NOT_FOUND";
-  if (g.kind == GetResult::kDeleted) return "DELETED@" + std::to_string(g.timestamp);
-  return std::string(g.record.value(), g.record.value_size) + "@" + std::to_string(g.timestamp);
+  if (g.kind == GetResult::kDeleted) return "DELETED@" + std::to_string(g.version.timestamp);
+  return std::string(g.record.value(), g.record.value_size) + "@" + std::to_string(g.version.timestamp);
 }
 
 }  // namespace
@@ -141,7 +141,7 @@ TEST(NoWaitRead, EngineReadsMatchBlockingReads) {
       ASSERT_OK(db->Lookup(Key(i).data(), &lb));
       ASSERT_OK(db->Lookup(NoWait(), Key(i).data(), &ln));
       ASSERT_EQ(ln.kind, lb.kind);
-      ASSERT_EQ(ln.timestamp, lb.timestamp);
+      ASSERT_EQ(ln.version.timestamp, lb.version.timestamp);
       ASSERT_EQ(ln.value_size, now.kind == GetResult::kFound ? now.record.value_size : 0u);
     }
   }
@@ -160,7 +160,7 @@ TEST(NoWaitRead, LocateThenRead) {
   RecordLocation where;
   ASSERT_OK(db->Locate(ReadOptions(), Key(4).data(), &l, &where));
   ASSERT_EQ(l.kind, GetResult::kFound);
-  ASSERT_EQ(l.timestamp, 3u);
+  ASSERT_EQ(l.version.timestamp, 3u);
   ASSERT_EQ(l.value_size, 5u);
   GetResult g;
   ASSERT_OK(db->Read(ReadOptions(), Key(4).data(), where, &g));
@@ -246,14 +246,14 @@ TEST(NoWaitRead, DamagedRecordIsLeftToABlockingRead) {
   RecordLocation where;
   ASSERT_OK(db->Locate(ReadOptions(), Key(5).data(), &l, &where));
   ASSERT_OK(db.Close());
-  test::FlipByte(test::BlobPath(db.dir(), 1), where.entry.offset + RecordHeaderSize(16) + 42, 0x10);
+  test::FlipByte(test::BlobPath(db.dir(), 1), where.entry.offset + RecordHeaderSize(kBlobFormatVersion, 16) + 42, 0x10);
   ASSERT_OK(db.Open());
   GetResult g;
   ASSERT_OK(db->Get(Key(6).data(), &g));  // warms the page cache for the damaged record's page too
   ASSERT_STATUS(kWouldBlock, db->Get(NoWait(), Key(5).data(), &g));
   ASSERT_EQ(db->Stats().corrupt_reads, 0u);
   ASSERT_STATUS(kCorruption, db->Get(Key(5).data(), &g));
-  ASSERT_EQ(g.timestamp, 4u);
+  ASSERT_EQ(g.version.timestamp, 4u);
   ASSERT_EQ(db->Stats().corrupt_reads, 1u);
   ASSERT_OK(db->Get(NoWait(), Key(6).data(), &g));
   ASSERT_EQ(Describe(Status::OK(), g), ValueFor(Key(6), 4, 100) + "@4");
@@ -289,8 +289,8 @@ TEST(NoWaitRead, ConcurrentWithWriters) {
       ASSERT_OK(s);
       if (floor == 0 && g.kind == GetResult::kAbsent) continue;
       ASSERT_EQ(g.kind, GetResult::kFound);
-      ASSERT_TRUE(g.timestamp >= floor) << "key " << i << " at " << g.timestamp << ", acknowledged " << floor;
-      ASSERT_EQ(std::string(g.record.value(), g.record.value_size), ValueFor(Key(i), g.timestamp, 30));
+      ASSERT_TRUE(g.version.timestamp >= floor) << "key " << i << " at " << g.version.timestamp << ", acknowledged " << floor;
+      ASSERT_EQ(std::string(g.record.value(), g.record.value_size), ValueFor(Key(i), g.version.timestamp, 30));
     }
   }
   writer.join();

@@ -34,6 +34,20 @@ std::string Key(uint64_t i, size_t key_size = 16);
 // value belongs to the key and version it was returned for.
 std::string ValueFor(const std::string& key, uint64_t timestamp, size_t size);
 
+// A version known by its timestamp only (stamp 0), as bob peers write.
+inline Version Ts(uint64_t timestamp) { return Version{timestamp, 0}; }
+
+
+// ---------------------------------------------------------------- formats
+
+// The header of a record as blob format `format` lays it out (the engine
+// writes format 2 only; tests build format-1 blobs with this). The value
+// follows the header in the file.
+std::string RecordHeaderBytes(uint32_t format, uint8_t flags, uint64_t offset, const Version& version,
+                              const std::string& key, const std::string& value);
+// A blob header of `format`.
+std::string BlobHeaderBytes(uint32_t format, size_t key_size, uint64_t blob_id);
+
 // ---------------------------------------------------------------- files
 
 std::string ReadFileOrThrow(const std::string& path);
@@ -47,6 +61,12 @@ bool FileExists(const std::string& path);
 void RemoveFile(const std::string& path);
 // Sorted names in dir (files and directories).
 std::vector<std::string> ListDir(const std::string& dir);
+
+// A path below the repository (test/fixtures/...): tests share fixtures
+// with the TypeScript tests.
+std::string SourcePath(const std::string& relative);
+// Copies directory `from` with everything in it into `to` (created if needed).
+void CopyDir(const std::string& from, const std::string& to);
 
 // Paths of the engine's files for blob `id` under the default prefix.
 std::string BlobPath(const std::string& dir, uint64_t id);
@@ -112,14 +132,17 @@ class GatedExecutor final : public Executor {
 
 struct WriteOp {
   std::string key;
-  uint64_t timestamp = 0;
+  Version version;
   std::string value;
   bool tombstone = false;
 
-  static WriteOp Put(std::string key, uint64_t ts, std::string value) {
-    return WriteOp{std::move(key), ts, std::move(value), false};
+  static WriteOp Put(std::string key, const Version& v, std::string value) {
+    return WriteOp{std::move(key), v, std::move(value), false};
   }
-  static WriteOp Delete(std::string key, uint64_t ts) { return WriteOp{std::move(key), ts, "", true}; }
+  static WriteOp Delete(std::string key, const Version& v) { return WriteOp{std::move(key), v, "", true}; }
+  // At a version without a stamp.
+  static WriteOp Put(std::string key, uint64_t ts, std::string value) { return Put(std::move(key), Ts(ts), std::move(value)); }
+  static WriteOp Delete(std::string key, uint64_t ts) { return Delete(std::move(key), Ts(ts)); }
 };
 
 // Writes submitted together, so that the engine can batch them; the
@@ -144,8 +167,12 @@ class PendingWrites {
 };
 
 std::vector<Status> WriteAll(Engine* engine, const std::vector<WriteOp>& ops);
-Status Put(Engine* engine, const std::string& key, uint64_t ts, const std::string& value);
-Status Delete(Engine* engine, const std::string& key, uint64_t ts);
+Status Put(Engine* engine, const std::string& key, const Version& v, const std::string& value);
+Status Delete(Engine* engine, const std::string& key, const Version& v);
+inline Status Put(Engine* engine, const std::string& key, uint64_t ts, const std::string& value) {
+  return Put(engine, key, Ts(ts), value);
+}
+inline Status Delete(Engine* engine, const std::string& key, uint64_t ts) { return Delete(engine, key, Ts(ts)); }
 
 // Puts of keys [from, to) at timestamp ts with values of `size` bytes.
 std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts = 1, size_t size = 60);
@@ -154,8 +181,8 @@ std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts = 1, size_t si
 // "ERROR: <status>" (values in tests never look like these).
 std::string Read(Engine* engine, const std::string& key);
 
-// The expected state of the store under the engine's rules (newest
-// timestamp wins; on equal timestamps the later write wins).
+// The expected state of the store under the engine's rules (the newest
+// record by CompareRecords wins; a full tie goes to the later write).
 class Model {
  public:
   void Apply(const WriteOp& op);
@@ -167,7 +194,7 @@ class Model {
 
  private:
   struct Entry {
-    uint64_t timestamp;
+    Version version;
     bool tombstone;
     std::string value;
   };
@@ -181,7 +208,7 @@ void WriteEach(Engine* engine, const std::vector<WriteOp>& ops, Model* model);
 class TestEngine;
 
 // Writes keys [0, 500) at timestamp 1 (10-byte values) into one blob,
-// closes it and damages its index block 2 (keys 204..305 with 16-byte keys),
+// closes it and damages its index block 2 (keys 170..254 with 16-byte keys),
 // then reopens it; `model` gets the writes.
 void WriteBlobWithDamagedIndexBlock(TestEngine* db, Model* model);
 

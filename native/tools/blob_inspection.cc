@@ -27,8 +27,24 @@ std::string Hex(const char* key, size_t n) {
 }
 
 bool SameEntry(const IndexEntry& a, const IndexEntry& b) {
-  return a.timestamp == b.timestamp && a.offset == b.offset && a.value_size == b.value_size &&
+  return CompareVersions(a.version, b.version) == 0 && a.offset == b.offset && a.value_size == b.value_size &&
          a.flags == b.flags;
+}
+
+// The format in which more records of a blob with a lost header read
+// (format 2 on a tie): the records themselves tell, as their sizes differ.
+Status GuessFormat(const File& file, uint64_t size, size_t key_size, uint32_t* format) {
+  uint64_t records[2] = {0, 0};
+  const uint32_t formats[2] = {kBlobFormatVersion, kBlobFormatV1};
+  for (int i = 0; i < 2; i++) {
+    ScanResult scan;
+    Status s = ScanBlob(file, formats[i], kBlobHeaderSize, size, key_size,
+                        [](const char*, const IndexEntry&, bool) {}, &scan);
+    if (!s.ok()) return s;
+    records[i] = scan.records;
+  }
+  *format = records[1] > records[0] ? formats[1] : formats[0];
+  return Status::OK();
 }
 
 void ClassifyHeader(const File& file, uint64_t id, const InspectOptions& options, BlobReport* r, Status* s) {
@@ -123,9 +139,12 @@ Status VerifyIndex(const IndexReader& reader, const ActiveIndex& scanned, BlobRe
   } else if (h.records_total != r->records) {
     problem = "the index counts " + std::to_string(h.records_total) + " records, the blob holds " +
               std::to_string(r->records);
-  } else if (r->records > 0 && h.max_timestamp != r->max_timestamp) {
-    problem = "the index's newest timestamp is " + std::to_string(h.max_timestamp) + ", the blob's " +
-              std::to_string(r->max_timestamp);
+  } else if (r->records > 0 && CompareVersions(h.max_version(), r->max_version) != 0) {
+    problem = "the index's largest version is " + h.max_version().ToString() + ", the blob's " +
+              r->max_version.ToString();
+  } else if (h.max_stamp != r->max_stamp) {
+    problem = "the index's largest stamp is " + std::to_string(h.max_stamp) + ", the blob's " +
+              std::to_string(r->max_stamp);
   }
   if (!problem.empty()) {
     r->index = IndexState::kMismatch;
@@ -144,6 +163,11 @@ Status InspectIndex(const std::string& index_path, uint64_t id, const ActiveInde
   s = file->Read(0, kIndexHeaderSize, hbuf, &n);
   if (!s.ok()) return s;
   r->index_header_valid = n == kIndexHeaderSize && DecodeIndexHeader(hbuf, &r->index_header).ok();
+  if (n >= 12 && IndexHeaderVersion(hbuf) != 0 && IndexHeaderVersion(hbuf) < kIndexFormatVersion) {
+    r->index = IndexState::kOutdated;
+    r->index_problem = "index format " + std::to_string(IndexHeaderVersion(hbuf)) + ", which this build no longer reads";
+    return Status::OK();
+  }
   uint32_t k = r->key_size != 0 ? r->key_size : (r->index_header_valid ? r->index_header.key_size : 0);
   if (k == 0) {
     r->index = IndexState::kInvalid;
@@ -187,22 +211,28 @@ Status InspectBlob(const std::string& blob_path, const std::string& index_path, 
 
   const bool readable = r->header != HeaderState::kShort && r->header != HeaderState::kPearl &&
                         r->header != HeaderState::kUnsupportedVersion;
+  if (readable && r->header == HeaderState::kCorrupt && r->key_size != 0) {
+    s = GuessFormat(*file, r->size, r->key_size, &r->version);
+    if (!s.ok()) return s;
+  }
   std::unique_ptr<ActiveIndex> scanned;
   uint64_t reported = 0;
   if (options.scan && readable && r->key_size != 0) {
     const size_t k = r->key_size;
+    const uint32_t format = r->version;
     scanned.reset(new ActiveIndex(k));
     std::vector<uint64_t> corrupt;  // offsets, ascending: the scan moves forward
-    uint64_t min_ts = UINT64_MAX, max_ts = 0;
+    uint64_t min_ts = UINT64_MAX;
     ScanResult scan;
-    s = ScanBlob(*file, kBlobHeaderSize, r->size, k,
+    s = ScanBlob(*file, format, kBlobHeaderSize, r->size, k,
                  [&](const char* key, const IndexEntry& e, bool value_ok) {
                    scanned->Insert(key, KeyHash64(key, k), e);
-                   if (e.flags & kFlagTombstone) r->tombstones++;
+                   if (e.tombstone()) r->tombstones++;
                    if (!value_ok) corrupt.push_back(e.offset);
-                   min_ts = std::min(min_ts, e.timestamp);
-                   max_ts = std::max(max_ts, e.timestamp);
-                   uint64_t end = e.offset + RecordHeaderSize(k) + e.value_size;
+                   min_ts = std::min(min_ts, e.version.timestamp);
+                   if (CompareVersions(e.version, r->max_version) > 0) r->max_version = e.version;
+                   r->max_stamp = std::max(r->max_stamp, e.version.stamp);
+                   uint64_t end = e.offset + RecordHeaderSize(format, k) + e.value_size;
                    if (progress) progress->AddDone(end - reported);
                    reported = end;
                  },
@@ -217,7 +247,6 @@ Status InspectBlob(const std::string& blob_path, const std::string& index_path, 
     r->valid_end = scan.valid_end;
     r->tail_bytes = r->size - scan.valid_end;
     r->min_timestamp = scan.records ? min_ts : 0;
-    r->max_timestamp = max_ts;
     for (uint32_t i = 0; i < scanned->size(); i++) {
       if (std::binary_search(corrupt.begin(), corrupt.end(), scanned->entry_at(i).offset)) r->corrupt_newest++;
     }
@@ -251,6 +280,7 @@ const char* IndexStateName(IndexState s) {
   switch (s) {
     case IndexState::kAbsent: return "absent";
     case IndexState::kOk: return "ok";
+    case IndexState::kOutdated: return "outdated";
     case IndexState::kInvalid: return "invalid";
     case IndexState::kMismatch: return "mismatch";
   }

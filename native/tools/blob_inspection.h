@@ -31,6 +31,7 @@ enum class HeaderState {
 enum class IndexState {
   kAbsent,
   kOk,        // opens; with a scan, every entry matched the blob
+  kOutdated,  // of an older index format: the engine rebuilds it (nothing is wrong)
   kInvalid,   // the engine would not use it (damaged, stale or of another blob) and rebuilds it
   kMismatch,  // passes its own checks but does not describe the blob's records
 };
@@ -46,6 +47,8 @@ struct BlobReport {
 
   HeaderState header = HeaderState::kOk;
   std::string header_problem;
+  // The blob format (1 or 2) its records are in. For a header that is lost
+  // (kCorrupt), the format its records read best in; 0 when not known.
   uint32_t version = 0;
   // The key size the records were read with; 0 when it is unknown (the
   // header is unreadable and the partition's key size is not known).
@@ -63,7 +66,8 @@ struct BlobReport {
   uint64_t valid_end = 0;       // just past the last valid record
   uint64_t tail_bytes = 0;      // torn or garbage bytes after valid_end
   uint64_t min_timestamp = 0;
-  uint64_t max_timestamp = 0;
+  Version max_version;         // the largest version of any record
+  uint64_t max_stamp = 0;      // the largest stamp of any record
 
   bool has_index = false;
   IndexState index = IndexState::kAbsent;

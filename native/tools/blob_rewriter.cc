@@ -48,8 +48,8 @@ class Appender {
   std::vector<char> buf_;
 };
 
-Status Copy(const File& src, uint64_t src_size, uint32_t k, File* dst, uint64_t id, ToolProgress* progress,
-            ActiveIndex* index, RewriteResult* result) {
+Status Copy(const File& src, uint32_t src_format, uint64_t src_size, uint32_t k, File* dst, uint64_t id,
+            ToolProgress* progress, ActiveIndex* index, RewriteResult* result) {
   char header[kBlobHeaderSize];
   BlobHeader bh;
   bh.key_size = k;
@@ -59,17 +59,19 @@ Status Copy(const File& src, uint64_t src_size, uint32_t k, File* dst, uint64_t 
   Status s = out.Append(header, kBlobHeaderSize);
   if (!s.ok()) return s;
 
-  const size_t hsize = RecordHeaderSize(k);
+  const size_t src_hsize = RecordHeaderSize(src_format, k);
+  const size_t hsize = RecordHeaderSize(kBlobFormatVersion, k);
   uint64_t pos = kBlobHeaderSize;  // where the next record goes in the new blob
+  uint64_t copied = kBlobHeaderSize;  // bytes of the source copied (records grow from format 1)
   uint64_t reported = 0;
   ActiveIndex all(k);              // newest record of every key, corrupt ones included
   std::vector<uint64_t> corrupt;   // source offsets, ascending
   std::vector<char> record, new_header(hsize);
   ScanResult scan;
   Status visit = Status::OK();
-  s = ScanBlob(src, kBlobHeaderSize, src_size, k,
+  s = ScanBlob(src, src_format, kBlobHeaderSize, src_size, k,
                [&](const char* key, const IndexEntry& e, bool value_ok) {
-                 const uint64_t size = hsize + e.value_size;
+                 const uint64_t size = src_hsize + e.value_size;
                  if (progress) progress->AddDone(e.offset + size - reported);
                  reported = e.offset + size;
                  const uint64_t hash = KeyHash64(key, k);
@@ -87,20 +89,22 @@ Status Copy(const File& src, uint64_t src_size, uint32_t k, File* dst, uint64_t 
                  visit = src.Read(e.offset, size, record.data(), &n);
                  if (!visit.ok()) return;
                  RecordHeader h;
-                 if (n != size || !DecodeRecordHeader(record.data(), k, e.offset, &h) ||
-                     !RecordValueCrcMatches(record.data(), k, record.data() + hsize, e.value_size, h.record_crc)) {
+                 const char* value = record.data() + src_hsize;
+                 if (n != size || !DecodeRecordHeader(src_format, record.data(), k, e.offset, &h) ||
+                     !RecordValueCrcMatches(src_format, record.data(), k, value, e.value_size, h.record_crc)) {
                    visit = Status::Corruption(src.path() + " changed while it was read");
                    return;
                  }
-                 EncodeRecordHeader(h.flags, pos, h.timestamp, key, k, record.data() + hsize, h.value_size,
-                                    new_header.data());
+                 EncodeRecordHeader(h.flags, pos, h.version, key, k, value, h.value_size, new_header.data());
                  visit = out.Append(new_header.data(), hsize);
-                 if (visit.ok()) visit = out.Append(record.data() + hsize, e.value_size);
+                 if (visit.ok()) visit = out.Append(value, e.value_size);
                  if (!visit.ok()) return;
                  IndexEntry moved = e;
                  moved.offset = pos;
                  index->Insert(key, hash, moved);
-                 pos += size;
+                 pos += hsize + e.value_size;
+                 copied += size;
+                 result->max_stamp = std::max(result->max_stamp, h.version.stamp);
                  result->records++;
                },
                &scan);
@@ -111,7 +115,7 @@ Status Copy(const File& src, uint64_t src_size, uint32_t k, File* dst, uint64_t 
   if (progress) progress->AddDone(src_size - reported);
   result->size = pos;
   result->corrupt_dropped = scan.corrupt_records;
-  result->bytes_dropped = src_size - pos;
+  result->bytes_dropped = src_size - copied;
   for (uint32_t i = 0; i < all.size(); i++) {
     if (std::binary_search(corrupt.begin(), corrupt.end(), all.entry_at(i).offset)) result->corrupt_newest++;
   }
@@ -120,14 +124,14 @@ Status Copy(const File& src, uint64_t src_size, uint32_t k, File* dst, uint64_t 
 
 }  // namespace
 
-Status RewriteBlob(FileSystem* fs, const File& src, uint64_t src_size, uint32_t key_size,
+Status RewriteBlob(FileSystem* fs, const File& src, uint32_t src_format, uint64_t src_size, uint32_t key_size,
                    const std::string& dst_path, uint64_t id, ToolProgress* progress, ActiveIndex* index,
                    RewriteResult* result) {
   *result = RewriteResult();
   std::unique_ptr<File> dst;
   Status s = fs->OpenFile(dst_path, true, &dst);
   if (!s.ok()) return s;
-  s = Copy(src, src_size, key_size, dst.get(), id, progress, index, result);
+  s = Copy(src, src_format, src_size, key_size, dst.get(), id, progress, index, result);
   if (!s.ok()) {
     dst.reset();
     fs->Remove(dst_path);  // best effort: a partial copy is of no use

@@ -69,13 +69,14 @@ std::string RewriteDamage(const BlobReport& r, const RewriteResult& w) {
 }
 
 Status WriteIndex(FileSystem* fs, const std::string& dir, const std::string& prefix, uint64_t id,
-                  uint64_t blob_size, uint64_t records, const ActiveIndex& index) {
+                  uint64_t blob_size, uint64_t records, uint64_t max_stamp, const ActiveIndex& index) {
   IndexBuildParams p;
   p.dir = dir;
   p.prefix = prefix;
   p.blob_id = id;
   p.blob_size = blob_size;
   p.records_total = records;
+  p.max_stamp = max_stamp;
   p.bloom_bits_per_key = EngineOptions().bloom_bits_per_key;
   std::unique_ptr<IndexReader> reader;
   return BuildIndexFile(fs, p, index, &reader);
@@ -129,7 +130,7 @@ Status RecoverInPlace(FileSystem* fs, const LockedPartition& p, const BlobTarget
   }
   const std::string damage = DataDamage(r);
   if (!damage.empty()) {
-    b->reason = damage;
+    b->reason = r.version == kBlobFormatV1 ? Join({damage, "format 1, written as format 2"}) : damage;
     if (progress) progress->AddTotal(r.size);
     std::unique_ptr<File> src;
     s = OpenReadOnlyFile(t.blob_path, &src);
@@ -137,7 +138,7 @@ Status RecoverInPlace(FileSystem* fs, const LockedPartition& p, const BlobTarget
     const std::string tmp = t.blob_path + ".recovering";
     fs->Remove(tmp);  // left by an interrupted run, if any
     ActiveIndex index(r.key_size);
-    s = RewriteBlob(fs, *src, r.size, r.key_size, tmp, t.id, progress, &index, &b->rewrite);
+    s = RewriteBlob(fs, *src, r.version, r.size, r.key_size, tmp, t.id, progress, &index, &b->rewrite);
     if (s.ok()) MatchOwner(p.dir, tmp);
     // The old index must be gone before another blob appears under the name.
     if (s.ok() && !t.index_path.empty()) s = fs->Remove(t.index_path);
@@ -152,7 +153,7 @@ Status RecoverInPlace(FileSystem* fs, const LockedPartition& p, const BlobTarget
     }
     if (s.ok()) s = fs->SyncDir(p.dir);
     if (s.ok() && b->rewrite.records > 0 && !t.active) {
-      s = WriteIndex(fs, p.dir, t.prefix, t.id, b->rewrite.size, b->rewrite.records, index);
+      s = WriteIndex(fs, p.dir, t.prefix, t.id, b->rewrite.size, b->rewrite.records, b->rewrite.max_stamp, index);
       if (s.ok()) MatchOwner(p.dir, JoinPath(p.dir, IndexFileName(t.prefix, t.id)));
       b->index_written = s.ok();
     }
@@ -168,7 +169,7 @@ Status RecoverInPlace(FileSystem* fs, const LockedPartition& p, const BlobTarget
     return Status::OK();
   }
   b->reason = r.index == IndexState::kAbsent ? "no index file" : "index: " + r.index_problem;
-  s = WriteIndex(fs, p.dir, t.prefix, t.id, r.size, r.records, *scanned);
+  s = WriteIndex(fs, p.dir, t.prefix, t.id, r.size, r.records, r.max_stamp, *scanned);
   if (!s.ok()) return s;
   MatchOwner(p.dir, JoinPath(p.dir, IndexFileName(t.prefix, t.id)));
   b->action = RecoveryAction::kIndexRebuilt;
@@ -196,7 +197,7 @@ Status RecoverInto(FileSystem* fs, const LockedPartition& p, const BlobTarget& t
   // A kept copy ("<name>.1") goes back under the blob's own name.
   const std::string dst = JoinPath(out_dir, BlobFileName(t.prefix, t.id));
   ActiveIndex index(r.key_size);
-  s = RewriteBlob(fs, *src, r.size, r.key_size, dst, t.id, progress, &index, &b->rewrite);
+  s = RewriteBlob(fs, *src, r.version, r.size, r.key_size, dst, t.id, progress, &index, &b->rewrite);
   if (!s.ok()) return s;
   b->reason = RewriteDamage(r, b->rewrite);
   if (b->rewrite.records == 0) {
@@ -205,8 +206,9 @@ Status RecoverInto(FileSystem* fs, const LockedPartition& p, const BlobTarget& t
     return fs->Remove(dst);
   }
   b->action = b->reason.empty() ? RecoveryAction::kCopied : RecoveryAction::kRewritten;
+  if (r.version == kBlobFormatV1) b->reason = Join({b->reason, "format 1, written as format 2"});
   if (t.active) return Status::OK();  // it stays the blob the engine appends to
-  s = WriteIndex(fs, out_dir, t.prefix, t.id, b->rewrite.size, b->rewrite.records, index);
+  s = WriteIndex(fs, out_dir, t.prefix, t.id, b->rewrite.size, b->rewrite.records, b->rewrite.max_stamp, index);
   b->index_written = s.ok();
   return s;
 }

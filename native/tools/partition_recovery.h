@@ -3,7 +3,8 @@
 // damaged blob is replaced by its intact records and the original is kept
 // under corrupted/, the engine's quarantine (docs/FORMAT.md §2), so that its
 // id is never reused. Index files are rebuilt wherever the engine would
-// otherwise have to: missing, damaged, stale or wrong.
+// otherwise have to: missing, damaged, stale, wrong or of an older format.
+// Rewritten blobs are of the current format, whatever the original's.
 
 #ifndef OYSTER_TOOLS_PARTITION_RECOVERY_H_
 #define OYSTER_TOOLS_PARTITION_RECOVERY_H_

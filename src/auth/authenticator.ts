@@ -1,5 +1,5 @@
-// Authenticator: who a request comes from and what they may do
-// (reference §1.6). With authentication_type None everyone may do
+// Authenticator: who a request comes from and what they may do.
+// With authentication_type None everyone may do
 // everything. With Basic: no Authorization header means the user "default";
 // "Basic base64(user:password)" a configured user; "InterNode
 // base64(node name)" another node of the cluster, accepted only on gRPC and

@@ -1,4 +1,4 @@
-// Permissions and who needs which (reference §1.7): the data API needs the
+// Permissions and who needs which: the data API needs the
 // data permissions (read/write) on both interfaces; REST management needs
 // read_rest/write_rest; a few status endpoints and gRPC Ping need nothing.
 export const Permission = {

@@ -1,4 +1,4 @@
-// users.yaml (reference §1.6): roles (sets of permissions), users with a
+// users.yaml: roles (sets of permissions), users with a
 // plain password or a SHA-512 hash of password + salt, a role and per-flag
 // claims that override the role.
 import { ConfigReader } from '../config/reader';

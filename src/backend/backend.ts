@@ -1,10 +1,10 @@
 // Backend: this node's storage — one controller per local disk and one for
-// the alien directory — and the routing of local operations to them
-// (reference §3.2). A write to a local replica whose disk fails goes to the
+// the alien directory — and the routing of local operations to them.
+// A write to a local replica whose disk fails goes to the
 // alien directory for this node instead, as in bob.
-import { GetResult, LookupResult } from '../engine/engine';
 import { Topology } from '../cluster/topology';
 import { Logger } from '../logging/logger';
+import { compareRecords, compareVersions, KeyState, newerOf, StoredRecord, Version } from '../model/version';
 import { DiskController } from './disk-controller';
 import { errors, isOysterError, OysterError } from './errors';
 import { Group } from './group';
@@ -89,15 +89,15 @@ export class Backend {
   // ------------------------------------------------------------------ puts
 
   /** Writes every local replica of the vdisk; a replica that fails is written to alien/<self> instead. */
-  async put(vdisk: number, key: Buffer, timestamp: number, value: Buffer): Promise<void> {
+  async put(vdisk: number, key: Buffer, version: Version, value: Buffer): Promise<void> {
     const local = this.localGroups(vdisk);
-    if (local.length === 0) throw errors.internal(`node ${this.selfName} holds no replica of vdisk ${vdisk}`);
-    const results = await settleAll(local.map((l) => l.disk.use(() => l.group().put(key, timestamp, value))));
+    if (local.length === 0) throw errors.noReplica(this.selfName, vdisk);
+    const results = await settleAll(local.map((l) => l.disk.use(() => l.group().put(key, version, value))));
     let fallback: Promise<void> | null = null;
     for (const [i, r] of results.entries()) {
       if (r.status === 'fulfilled') continue;
       this.warnRateLimited(local[i].disk.name, { vdisk, err: (r.reason as Error).message }, 'local replica write failed; writing an alien copy');
-      fallback ??= this.putAlien(this.selfName, vdisk, key, timestamp, value).catch((alienErr: Error) => {
+      fallback ??= this.putAlien(this.selfName, vdisk, key, version, value).catch((alienErr: Error) => {
         throw new OysterError(
           'RequestFailedCompletely',
           `Request failed on both stages local and alien: local error: ${(r.reason as Error).message}\nalien error: ${alienErr.message}`,
@@ -108,36 +108,23 @@ export class Backend {
   }
 
   /** Stores a record held for another node in alien/<owner>/<vdisk>. */
-  async putAlien(owner: string, vdisk: number, key: Buffer, timestamp: number, value: Buffer): Promise<void> {
-    await this.alien.use(async () => (await this.alien.alienGroup(owner, vdisk, true))!.put(key, timestamp, value));
+  async putAlien(owner: string, vdisk: number, key: Buffer, version: Version, value: Buffer): Promise<void> {
+    await this.alien.use(async () => (await this.alien.alienGroup(owner, vdisk, true))!.put(key, version, value));
   }
 
   // ------------------------------------------------------------------ reads
 
   /**
-   * The newest record of key on this node: local replicas for "normal",
-   * alien copies of any owner for "alien", both for "all". Rejects only when
-   * nothing was found and some place could not be read.
+   * The newest record of key on this node, in the places `source` names
+   * (see places()). Never older than what this node acknowledged: a place
+   * that cannot be read fails the read unless what the others answered is
+   * known to be at least as new as anything it holds (see newestAnswer).
    */
-  async get(vdisk: number, key: Buffer, source: GetSource = 'all'): Promise<GetResult> {
+  async get(vdisk: number, key: Buffer, source: GetSource = 'all'): Promise<StoredRecord | null> {
     const places = this.places(vdisk, source);
-    if (places.length === 1) return places[0]((g) => g.get(key));
-    const settled = await Promise.allSettled(places.map((p) => p((g) => g.get(key))));
-    let best: GetResult = null;
-    let firstError: unknown = null;
-    let corruptTs = -1;
-    for (const s of settled) {
-      if (s.status === 'rejected') {
-        firstError ??= s.reason;
-        if (isOysterError(s.reason, 'Corruption')) corruptTs = Math.max(corruptTs, s.reason.timestamp ?? 0);
-        continue;
-      }
-      if (s.value && (best === null || s.value.timestamp > best.timestamp)) best = s.value;
-    }
-    // A damaged newest copy must not let an older version through.
-    if (corruptTs >= 0 && (best === null || best.timestamp < corruptTs)) throw firstError;
-    if (best === null && firstError !== null) throw firstError;
-    return best;
+    if (places.length === 1) return places[0].run((g) => g.get(key));
+    const settled = await Promise.allSettled(places.map((p) => p.run((g) => g.get(key))));
+    return newestAnswer(settled, places, (r: StoredRecord | null) => r);
   }
 
   /**
@@ -145,51 +132,50 @@ export class Backend {
    * replica, on a ready disk, answering from memory and the page cache.
    * undefined otherwise (get() then takes the long way).
    */
-  getNow(vdisk: number, key: Buffer): GetResult | undefined {
+  getNow(vdisk: number, key: Buffer): StoredRecord | null | undefined {
     const local = this.localGroups(vdisk);
-    if (local.length !== 1 || !local[0].disk.isReady) return undefined;
+    if (local.length !== 1 || !local[0].disk.isReady || this.holdsOwnAliens(vdisk)) return undefined;
     return local[0].disk.group(vdisk)?.getNow(key);
   }
 
-  async exists(vdisk: number, keys: Buffer[], source: GetSource = 'all'): Promise<LookupResult[]> {
-    // bob's Exist never fails: a node without a replica has nothing to report for NORMAL.
-    const places = source === 'normal' && this.localGroups(vdisk).length === 0 ? [] : this.places(vdisk, source);
-    const settled = await Promise.allSettled(places.map((p) => p((g) => g.exists(keys))));
-    const out: LookupResult[] = keys.map(() => null);
-    for (const s of settled) {
-      if (s.status === 'rejected') continue; // bob: errors count as "not found"
-      s.value.forEach((r, i) => {
-        if (r && (out[i] === null || r.timestamp > out[i]!.timestamp)) out[i] = r;
-      });
-    }
+  /** The newest state of each key, as get() finds it (the same places, the same refusals). */
+  async exists(vdisk: number, keys: Buffer[], source: GetSource = 'all'): Promise<Array<KeyState | null>> {
+    // A node without a replica of the vdisk has nothing to report for NORMAL (bob's Exist does not fail there).
+    if (source === 'normal' && this.localGroups(vdisk).length === 0) return keys.map(() => null);
+    const places = this.places(vdisk, source);
+    const settled = await Promise.allSettled(places.map((p) => p.run((g) => g.exists(keys))));
+    const out: Array<KeyState | null> = keys.map(() => null);
+    keys.forEach((_, i) => {
+      out[i] = newestAnswer(settled, places, (states: Array<KeyState | null>) => states[i]);
+    });
     return out;
   }
 
   // ---------------------------------------------------------------- deletes
 
   /** Tombstones on every local replica; a replica that fails gets an alien tombstone for this node. */
-  async delete(vdisk: number, key: Buffer, timestamp: number): Promise<void> {
+  async delete(vdisk: number, key: Buffer, version: Version): Promise<void> {
     const local = this.localGroups(vdisk);
-    if (local.length === 0) throw errors.internal(`node ${this.selfName} holds no replica of vdisk ${vdisk}`);
-    const results = await Promise.allSettled(local.map((l) => l.disk.use(() => l.group().delete(key, timestamp))));
-    if (results.some((r) => r.status === 'rejected')) await this.deleteAlien(this.selfName, vdisk, key, timestamp, true);
+    if (local.length === 0) throw errors.noReplica(this.selfName, vdisk);
+    const results = await Promise.allSettled(local.map((l) => l.disk.use(() => l.group().delete(key, version))));
+    if (results.some((r) => r.status === 'rejected')) await this.deleteAlien(this.selfName, vdisk, key, version, true);
     // Alien copies held for this node must not outlive the delete either.
-    else await this.deleteAlien(this.selfName, vdisk, key, timestamp, false).catch(() => undefined);
+    else await this.deleteAlien(this.selfName, vdisk, key, version, false).catch(() => undefined);
   }
 
   /**
    * Tombstone in alien/<owner>/<vdisk>: always when `force` (the owner missed
-   * the delete), otherwise only where an alien copy of the key exists.
+   * the delete), otherwise only where an older alien copy of the key exists.
    */
-  async deleteAlien(owner: string, vdisk: number, key: Buffer, timestamp: number, force: boolean): Promise<void> {
+  async deleteAlien(owner: string, vdisk: number, key: Buffer, version: Version, force: boolean): Promise<void> {
     await this.alien.use(async () => {
       const g = await this.alien.alienGroup(owner, vdisk, force);
       if (!g) return;
       if (!force) {
         const [r] = await g.exists([key]);
-        if (r?.kind !== 'found' || r.timestamp > timestamp) return;
+        if (r?.kind !== 'found' || compareRecords(r, { kind: 'deleted', version }) > 0) return;
       }
-      await g.delete(key, timestamp);
+      await g.delete(key, version);
     });
   }
 
@@ -204,21 +190,79 @@ export class Backend {
     this.log.warn({ disk, ...fields }, msg);
   }
 
-  /** Functions running an operation on each place a vdisk's records may be. */
-  private places(vdisk: number, source: GetSource): Array<<T>(op: (g: Group) => Promise<T>) => Promise<T>> {
-    const out: Array<<T>(op: (g: Group) => Promise<T>) => Promise<T>> = [];
+  /**
+   * The places a vdisk's records may be on this node, each able to run an
+   * operation on its group: for "normal" the local replicas and the alien
+   * copies held for them (alien/<self>, written while a replica could not
+   * take a write); for "alien" the alien copies of every owner; both for "all".
+   */
+  private places(vdisk: number, source: GetSource): Place[] {
+    const out: Place[] = [];
     if (source !== 'alien') {
       const local = this.localGroups(vdisk);
-      if (source === 'normal' && local.length === 0) throw errors.internal(`node ${this.selfName} holds no replica of vdisk ${vdisk}`);
-      for (const l of local) out.push((op) => l.disk.use(() => op(l.group())));
+      if (source === 'normal' && local.length === 0) throw errors.noReplica(this.selfName, vdisk);
+      for (const l of local) out.push({ replica: true, bound: () => l.disk.newestPossible(vdisk), run: (op) => l.disk.use(() => op(l.group())) });
     }
-    if (source !== 'normal' && this.alien.isReady) {
-      for (const { group } of this.alien.alienGroups()) {
-        if (group.vdisk === vdisk) out.push((op) => this.alien.use(() => op(group)));
-      }
+    // Asked for alien copies alone, an alien directory out of service cannot say what it holds.
+    if (source === 'alien' && !this.alien.isReady) out.push({ replica: false, bound: () => null, run: () => Promise.reject(errors.diskNotReady(this.alien.name)) });
+    for (const { owner, group } of this.alien.isReady ? this.alien.alienGroups() : []) {
+      if (group.vdisk !== vdisk || (source === 'normal' && owner !== this.selfName)) continue;
+      out.push({ replica: false, bound: () => null, run: (op) => this.alien.use(() => op(group)) });
     }
     return out;
   }
+
+  /** Whether alien/<self> holds copies for the vdisk's local replicas. */
+  private holdsOwnAliens(vdisk: number): boolean {
+    return this.alien.isReady && this.alien.heldFor(this.selfName, vdisk) !== undefined;
+  }
+}
+
+/** A place holding records of a vdisk: a local replica, or an alien directory. */
+interface Place {
+  replica: boolean;
+  /** An upper bound of the versions the place holds, when known (Group.newestPossible). */
+  bound(): Version | null;
+  run<T>(op: (g: Group) => Promise<T>): Promise<T>;
+}
+
+/**
+ * The newest record among the places' answers (`pick` selects one key's
+ * answer), or the failure of a place that could hold a newer one.
+ *
+ * A place that failed is passed over only when it cannot hold anything newer
+ * than the answer: its bound is older than the answer (the disk went out of
+ * service before that write), or it is a local replica while another local
+ * replica and every alien place answered — every write acknowledged here is
+ * on each local replica that was in service when it came, or in alien/<self>.
+ * A record that failed its checksum is passed over only when the answer is
+ * newer than it.
+ */
+function newestAnswer<T, R extends KeyState>(settled: Array<PromiseSettledResult<T>>, places: Place[], pick: (answer: T) => R | null): R | null {
+  let best: R | null = null;
+  let replicaAnswered = false;
+  let alienFailed = false;
+  for (const [i, s] of settled.entries()) {
+    if (s.status === 'fulfilled') {
+      best = newerOf(best, pick(s.value));
+      if (places[i].replica) replicaAnswered = true;
+    } else if (!places[i].replica) {
+      alienFailed = true;
+    }
+  }
+  for (const [i, s] of settled.entries()) {
+    if (s.status === 'fulfilled') continue;
+    const damaged = isOysterError(s.reason, 'Corruption') ? s.reason.version : undefined;
+    if (damaged) {
+      if (best !== null && compareRecords(best, { kind: 'deleted', version: damaged }) > 0) continue;
+      throw s.reason;
+    }
+    const bound = places[i].bound();
+    if (best !== null && bound !== null && compareVersions(best.version, bound) > 0) continue;
+    if (places[i].replica && replicaAnswered && !alienFailed) continue;
+    throw s.reason;
+  }
+  return best;
 }
 
 /** One local replica of a vdisk: its disk controller and, while the disk runs, its group. */

@@ -1,12 +1,13 @@
 // DiskController: the groups stored on one physical disk (or in the alien
-// directory) and the disk's state machine NotReady -> Initialized -> Ready
-// (reference §3.3). Only a Ready disk serves. A disk whose path disappears or
+// directory) and the disk's state machine NotReady -> Initialized -> Ready.
+// Only a Ready disk serves. A disk whose path disappears or
 // that returns device errors goes NotReady and, unlike bob, is retried with
 // back-off until it comes back — unless an operator stopped it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Logger } from '../logging/logger';
-import { isDiskFailure } from './disk-errors';
+import { Version } from '../model/version';
+import { isDiskFailure, isNoSpace } from './disk-errors';
 import { errors, OysterError } from './errors';
 import { Group } from './group';
 
@@ -36,6 +37,9 @@ export interface DiskControllerOptions {
 export class DiskController {
   private _state: DiskState = 'NotReady';
   private groups = new Map<string, Group>();
+  // Group.newestPossible of the groups that were serving when the disk went
+  // out of service: reads may rely on it while the disk is down.
+  private bounds = new Map<string, Version>();
   private creating = new Map<string, Promise<Group>>();
   private serial: Promise<unknown> = Promise.resolve();
   private operatorStopped = false;
@@ -118,6 +122,7 @@ export class DiskController {
         throw new OysterError('PossibleDiskDisconnection', `Possibly disk was disconnected: ${this.name}: ${(err as Error).message}`);
       }
       if (err instanceof OysterError) throw err;
+      if (isNoSpace(err)) throw errors.noSpace(`${this.name}: ${(err as Error).message}`);
       throw errors.storage(`${this.name}: ${(err as Error).message}`);
     }
   }
@@ -136,6 +141,17 @@ export class DiskController {
 
   group(vdisk: number): Group | undefined {
     return this.groups.get(`${vdisk}`);
+  }
+
+  /**
+   * An upper bound of the versions the vdisk's group on this disk holds
+   * (Group.newestPossible), also while the disk is out of service; null when
+   * it is not known (the disk has not served since the node started).
+   */
+  newestPossible(vdisk: number): Version | null {
+    const g = this.groups.get(`${vdisk}`);
+    if (g?.isOpen) return g.newestPossible;
+    return this.bounds.get(`${vdisk}`) ?? null;
   }
 
   /** The alien group of (owner, vdisk), created on first use when `create`. */
@@ -161,10 +177,16 @@ export class DiskController {
     return [...this.groups.entries()].map(([k, group]) => ({ owner: k.slice(0, k.lastIndexOf('/')), group }));
   }
 
-  /** Whether an open group serves the vdisk (for the alien controller: any owner's). */
+  /** Whether an open group holding partitions serves the vdisk (for the alien controller: any owner's). */
   servesVdisk(vdisk: number): boolean {
-    for (const g of this.groups.values()) if (g.vdisk === vdisk) return true;
+    for (const g of this.groups.values()) if (g.vdisk === vdisk && g.hasPartitions) return true;
     return false;
+  }
+
+  /** The alien group of (owner, vdisk) if it is open and holds partitions. */
+  heldFor(owner: string, vdisk: number): Group | undefined {
+    const g = this.groups.get(`${owner}/${vdisk}`);
+    return g?.hasPartitions ? g : undefined;
   }
 
   allGroups(): Group[] {
@@ -196,9 +218,13 @@ export class DiskController {
   }
 
   private async stopGroups(): Promise<Error[]> {
-    const groups = [...this.groups.values()];
+    const entries = [...this.groups.entries()];
     this.groups.clear();
-    const errs = await Promise.all(groups.map((g) => g.stop()));
+    // A group that never finished opening knows only part of its records.
+    const serving = entries.filter(([, g]) => g.isOpen);
+    const errs = await Promise.all(entries.map(([, g]) => g.stop()));
+    // After stop: the writes in flight are done and counted.
+    for (const [key, g] of serving) this.bounds.set(key, g.newestPossible);
     return errs.flat();
   }
 

@@ -1,6 +1,7 @@
 // The errors of the storage and cluster layers. Kinds follow bob's error
-// kinds (reference §4.8) so that gRPC statuses can keep bob's message
+// kinds so that gRPC statuses can keep bob's message
 // conventions; the REST layer maps them to HTTP statuses.
+import { Version } from '../model/version';
 
 export type ErrorKind =
   | 'KeyNotFound'
@@ -19,14 +20,15 @@ export type ErrorKind =
   | 'NotFound' // an unknown disk or partition
   | 'Conflict' // a state change that contradicts the current state
   | 'Corruption' // stored data failed its checksum
+  | 'NoSpace' // the disk is full
   | 'InvalidArgument';
 
 export class OysterError extends Error {
   constructor(
     readonly kind: ErrorKind,
     message: string,
-    /** Corruption: the timestamp of the damaged record. */
-    readonly timestamp?: number,
+    /** Corruption: the version of the damaged record. */
+    readonly version?: Version,
   ) {
     super(message);
     this.name = 'OysterError';
@@ -46,6 +48,9 @@ export const errors = {
   failed: (msg: string) => new OysterError('Failed', `Failed ${msg}`),
   notFound: (msg: string) => new OysterError('NotFound', msg),
   conflict: (msg: string) => new OysterError('Conflict', msg),
-  corruption: (msg: string, timestamp?: number) => new OysterError('Corruption', msg, timestamp),
+  corruption: (msg: string, version?: Version) => new OysterError('Corruption', msg, version),
+  noSpace: (msg: string) => new OysterError('NoSpace', `NoSpace ${msg}`),
+  /** A request for a vdisk this node holds no replica of: the caller asked the wrong node. */
+  noReplica: (node: string, vdisk: number) => new OysterError('Conflict', `node ${node} holds no replica of vdisk ${vdisk}`),
   storage: (msg: string) => new OysterError('Storage', `Storage ${msg}`),
 };

@@ -1,11 +1,13 @@
 // Group: the partitions of one vdisk in one directory — a vdisk replica on a
 // local disk, or the alien copies held for one owner node. Reads resolve the
-// newest version across all partitions; writes go to the partition of their
-// timestamp (reference §3.4).
+// newest version across all partitions (the engine's EngineSet applies the
+// order of versions); writes go to the partition of their bob timestamp.
 import fs from 'node:fs';
 import path from 'node:path';
-import { EngineOptions, EngineSet, GetResult, isEngineError, EngineErrorCode, LookupResult } from '../engine/engine';
+import { EngineOptions, EngineSet, isEngineError, EngineErrorCode } from '../engine/engine';
+import { compareRecords, compareVersions, KeyState, MAX_NODE_ID, StoredRecord, Version } from '../model/version';
 import { Logger, silentLogger } from '../logging/logger';
+import { VersionClock } from '../model/clock';
 import { errors, isOysterError, OysterError } from './errors';
 import { Holder } from './holder';
 import { parsePartitionName, partitionDirName, partitionStart } from './partition';
@@ -36,6 +38,8 @@ export interface GroupOptions {
   /** Idle time after which the active blob of an outdated partition is closed. */
   idleCloseMs: number;
   observer?: StorageObserver;
+  /** Sees the newest version of every partition opened: after a restart this node stamps later than anything stored. */
+  clock?: VersionClock;
   log?: Logger;
 }
 
@@ -53,6 +57,7 @@ export class Group {
   // Their engines in the same order, as every read passes them to the addon.
   private engines = new EngineSet([]);
   private state: State = 'stopped';
+  private _newestPossible: Version = { timestamp: 0, tick: 0, node: 0 };
   private inflight = 0;
   private drained: (() => void) | null = null;
   private creating = new Map<string, Promise<Holder>>();
@@ -76,8 +81,28 @@ export class Group {
     return this.options.dir;
   }
 
-  get isRunning(): boolean {
-    return this.state === 'running';
+  /** Opened every partition it found (running or remounting): newestPossible covers all its records. */
+  get isOpen(): boolean {
+    return this.state !== 'stopped';
+  }
+
+  /**
+   * An upper bound of the versions of the records in this group: what its
+   * partitions held when they opened and every write acknowledged since.
+   * While the group cannot be read, a record newer than this found elsewhere
+   * (an alien copy written meanwhile) is known to be the newest.
+   */
+  get newestPossible(): Version {
+    return this._newestPossible;
+  }
+
+  private raise(v: Version): void {
+    if (compareVersions(v, this._newestPossible) > 0) this._newestPossible = v;
+  }
+
+  /** Whether any partition is attached (a group whose partitions were all handed over holds none). */
+  get hasPartitions(): boolean {
+    return this._holders.length > 0;
   }
 
   /** Opens every partition directory found in the vdisk directory (creating the directory). */
@@ -121,11 +146,12 @@ export class Group {
   // The data operations run in one async frame each (enter/failure/leave
   // rather than nested guard closures): they are the hot path of every request.
 
-  async put(key: Buffer, timestamp: number, value: Buffer): Promise<void> {
+  async put(key: Buffer, version: Version, value: Buffer): Promise<void> {
     this.enter();
     try {
-      const h = this.openHolderOf(timestamp) ?? (await this.holderFor(timestamp));
-      await h.write((e) => e.put(key, timestamp, value));
+      const h = this.openHolderOf(version.timestamp) ?? (await this.holderFor(version.timestamp));
+      await h.write((e) => e.put(key, version, value));
+      this.raise(version);
       this.options.observer?.engine('put', 'ok', value.length);
     } catch (err) {
       throw this.failure('put', err);
@@ -135,7 +161,7 @@ export class Group {
   }
 
   /** The newest record of key across all partitions (tombstones included). */
-  async get(key: Buffer): Promise<GetResult> {
+  async get(key: Buffer): Promise<StoredRecord | null> {
     // Most reads are answered from the page cache at once; the others wait on the engine threads.
     const now = this.getNow(key);
     if (now !== undefined) return now;
@@ -156,10 +182,10 @@ export class Group {
    * undefined otherwise, and for any failure: get() then takes the long way
    * and reports it.
    */
-  getNow(key: Buffer): GetResult | undefined {
+  getNow(key: Buffer): StoredRecord | null | undefined {
     if (this.state !== 'running') return undefined;
     if (this.engines.size === 0) return null;
-    let r: GetResult | undefined;
+    let r: StoredRecord | null | undefined;
     try {
       r = this.engines.readNewestNow(key);
     } catch {
@@ -169,7 +195,7 @@ export class Group {
     return r;
   }
 
-  async exists(keys: Buffer[]): Promise<LookupResult[]> {
+  async exists(keys: Buffer[]): Promise<Array<KeyState | null>> {
     this.enter();
     try {
       if (this.engines.size === 0) return keys.map(() => null);
@@ -184,14 +210,16 @@ export class Group {
   }
 
   /**
-   * Writes a tombstone into the partition of `timestamp` and into every older
-   * partition that holds a live version of the key, so that the delete
-   * survives detaching or deleting the newer partition (bob's forced delete).
+   * Writes a tombstone into the partition of its timestamp and into every
+   * older partition whose newest record of the key is an older value, so
+   * that the delete survives detaching or deleting the newer partition
+   * (bob's forced delete).
    */
-  async delete(key: Buffer, timestamp: number): Promise<void> {
+  async delete(key: Buffer, version: Version): Promise<void> {
     this.enter();
     try {
-      await this.deleteIn(key, timestamp);
+      await this.deleteIn(key, version);
+      this.raise(version);
       this.options.observer?.engine('delete', 'ok', 0);
     } catch (err) {
       throw this.failure('delete', err);
@@ -200,18 +228,19 @@ export class Group {
     }
   }
 
-  private async deleteIn(key: Buffer, timestamp: number): Promise<void> {
-    const h = await this.holderFor(timestamp);
-    await h.write((e) => e.delete(key, timestamp));
+  private async deleteIn(key: Buffer, version: Version): Promise<void> {
+    const h = await this.holderFor(version.timestamp);
+    await h.write((e) => e.delete(key, version));
     // Sealed partitions are about to be removed: the tombstone in `h` covers them.
     const older = this.holders.filter((o) => o.start < h.start && !o.sealed);
     if (older.length === 0) return;
+    const tombstone: KeyState = { kind: 'deleted', version };
     const found = await Promise.all(older.map((o) => o.engine.exists([key])));
     await Promise.all(
       older.map((o, i) => {
         const r = found[i][0];
-        if (r?.kind !== 'found' || r.timestamp > timestamp) return undefined;
-        return o.write((e) => e.delete(key, timestamp));
+        if (r?.kind !== 'found' || compareRecords(r, tombstone) > 0) return undefined;
+        return o.write((e) => e.delete(key, version));
       }),
     );
   }
@@ -275,6 +304,22 @@ export class Group {
       const all = this.holders;
       this.holders = [];
       throwFirst(await this.closeAll(all));
+    });
+  }
+
+  /**
+   * Attaches every partition directory on disk that is not attached (after
+   * detachAll: the alien hand-off takes back what an operator left in
+   * place). Returns the names attached.
+   */
+  async attachAll(): Promise<string[]> {
+    return this.guard(async () => {
+      const attached = new Set(this.holders.map((h) => h.dirName));
+      const names = (await this.partitionDirs()).filter((n) => !attached.has(n) && !this.creating.has(n));
+      if (names.length === 0) return [];
+      const opened = await Promise.all(names.map((n) => this.openHolder(n, parsePartitionName(n)!.start)));
+      this.holders = sortHolders([...this.holders, ...opened]);
+      return names;
     });
   }
 
@@ -363,7 +408,7 @@ export class Group {
       }
     }
     if (isEngineError(err, EngineErrorCode.closed)) return errors.unavailable(`vdisk ${this.vdisk} is closing`);
-    if (isEngineError(err, EngineErrorCode.corruption)) return errors.corruption(err.message, err.timestamp);
+    if (isEngineError(err, EngineErrorCode.corruption)) return errors.corruption(err.message, err.version);
     return err;
   }
 
@@ -423,6 +468,11 @@ export class Group {
       try {
         const holder = await Holder.open(path.join(this.options.dir, name), name, start, this.options.periodSeconds, options);
         this.reportRecovery(holder);
+        // No record of the partition is newer than its newest second with
+        // its largest tick (ticks grow within a second).
+        const st = await holder.engine.stats();
+        this.raise({ timestamp: st.maxTimestamp, tick: st.maxTick, node: MAX_NODE_ID });
+        this.options.clock?.observe({ timestamp: st.maxTimestamp, tick: st.maxTick, node: 0 });
         return holder;
       } catch (err) {
         lastError = err;

@@ -1,6 +1,6 @@
 // Time partitions: every record goes to the partition whose interval
 // [start, start + period) holds its timestamp; a partition is one directory
-// named "<start>_<hash>" (DESIGN §4, reference §2.5 and §3.4).
+// named "<start>_<hash>".
 
 const DAY = 86_400;
 
@@ -9,7 +9,7 @@ const DAY = 86_400;
  * `periodSeconds`. Periods up to a day start at 00:00 UTC and step by the
  * period within the day, as bob does (a 7 h period gives 00, 07, 14, 21 h);
  * longer periods are aligned to multiples of the period since the epoch
- * (bob's week alignment is broken, see reference §3.4).
+ * (bob's week alignment is broken).
  */
 export function partitionStart(timestamp: number, periodSeconds: number): number {
   if (periodSeconds <= DAY) {
@@ -25,7 +25,7 @@ export interface PartitionName {
   suffix: string;
 }
 
-/** "<u64>" or "<u64>_<anything>" (reference §2.5); null for other names. */
+/** "<u64>" or "<u64>_<anything>"; null for other names. */
 export function parsePartitionName(name: string): PartitionName | null {
   const m = /^(\d{1,20})(?:_(.*))?$/s.exec(name);
   if (!m) return null;

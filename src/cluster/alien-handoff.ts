@@ -1,11 +1,12 @@
 // AlienHandoff: delivers the alien copies this node holds to their owners
-// once the owners are reachable (DESIGN §6, beyond bob). Per alien partition:
-// seal it (new alien writes go to a fresh partition, reads still see it),
-// send the newest version of every key — values and tombstones, with their
-// original timestamps — to the owner as force_node requests, and remove the
-// partition only when every record arrived. A failure leaves the partition in
-// place and retries the owner later with back-off; delivery is idempotent
-// because the newest timestamp wins at the owner.
+// once the owners are reachable (beyond bob). Per alien partition: seal it
+// (new alien writes go to a fresh partition, reads still see it), send the
+// newest record of every key — values and tombstones, with their original
+// versions — to the owner as force_node requests, and remove the partition
+// only when every record arrived. A failure leaves the partition in place and
+// retries the owner later with back-off. Delivery is idempotent and cannot
+// undo anything: the owner keeps whichever record is newer in the order of
+// versions, so a copy older than what the owner holds changes nothing.
 import { Backend } from '../backend/backend';
 import { Group } from '../backend/group';
 import { Holder } from '../backend/holder';
@@ -86,6 +87,10 @@ export class AlienHandoff {
       if (!target || !links.isAvailable(owner) || (this.retryAt.get(owner)?.at ?? 0) > Date.now()) continue;
       // Copies of this node's own replicas go home only when those disks serve again.
       if (owner === topology.self.name && !backend.localGroups(group.vdisk).every((l) => l.disk.isReady)) continue;
+      // Partitions an operator detached (POST /alien/detach) and left in place are delivered too.
+      await backend.alien.use(() => group.attachAll()).catch((err: Error) =>
+        this.parts.log.warn({ owner, vdisk: group.vdisk, err: err.message }, 'detached alien partitions could not be attached again'),
+      );
       if (group.partitions().length === 0) continue;
       try {
         await this.deliverGroup(owner, group, target);
@@ -118,12 +123,12 @@ export class AlienHandoff {
       while (next < entries.length) {
         const e = entries[next++];
         if (e.kind === 'deleted') {
-          await target.delete(e.key, e.timestamp, { isAlien: false, forceAlienNodes: [] });
+          await target.delete(e.key, e.version, { isAlien: false, forceAlienNodes: [] });
           continue;
         }
         const r = await holder.engine.get(e.key);
-        if (r?.kind === 'found') await target.put(e.key, r.value, r.timestamp, []);
-        else if (r?.kind === 'deleted') await target.delete(e.key, r.timestamp, { isAlien: false, forceAlienNodes: [] });
+        if (r?.kind === 'found') await target.put(e.key, r.value, r.version, []);
+        else if (r?.kind === 'deleted') await target.delete(e.key, r.version, { isAlien: false, forceAlienNodes: [] });
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.parts.concurrency, entries.length) }, worker));

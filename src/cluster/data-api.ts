@@ -1,9 +1,18 @@
 // The data operations a client asks of the cluster (REST /data, gRPC without
 // force_node): the node that receives them coordinates them.
+import { StoredValue, Version } from '../model/version';
+
 export interface DataApi {
-  put(key: Buffer, value: Buffer, timestamp: number): Promise<void>;
+  /**
+   * Stores value under key with a version stamped by this node: at bob's
+   * `timestamp` when the client chose one (gRPC), else now. Resolves with the
+   * version once the write is acknowledged.
+   */
+  put(key: Buffer, value: Buffer, timestamp?: number): Promise<Version>;
   /** The newest value, or null when the key is absent or deleted. */
-  get(key: Buffer): Promise<{ timestamp: number; value: Buffer } | null>;
+  get(key: Buffer): Promise<StoredValue | null>;
+  /** Whether each key's newest record is a value. */
   exist(keys: Buffer[]): Promise<boolean[]>;
-  delete(key: Buffer, timestamp: number): Promise<void>;
+  /** Writes tombstones, versioned as put's writes are. */
+  delete(key: Buffer, timestamp?: number): Promise<Version>;
 }

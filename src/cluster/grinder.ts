@@ -1,21 +1,28 @@
 // Grinder: coordinates the data operations a client sends to this node
-// (REST /data, gRPC without force_node) over the replicas of the key's vdisk
-// (DESIGN §6, reference §4.4–§4.5).
+// (REST /data, gRPC without force_node) over the replicas of the key's vdisk.
+//
+// Every write is stamped here with a version from the node's clock, so that
+// it is ordered after every write this node has acknowledged or seen.
 //
 // quorum: a PUT goes to every replica at once and succeeds once `quorum`
 // replicas acknowledged; replicas that failed get alien copies on other
 // nodes (or here). As in bob, the PUT also succeeds below quorum when every
-// failed replica's copy was stored as an alien. A GET returns the newest
-// version among the replicas' answers (not the first answer, as bob does),
-// consulting alien copies when no replica has the key. A DELETE writes
-// tombstones the same way.
-import { errors, OysterError } from '../backend/errors';
+// failed replica's copy was stored as an alien. A DELETE writes tombstones
+// the same way. A GET returns the newest record among the replicas' answers
+// (not the first answer, as bob does); a replica misses a write only when it
+// failed, and then an alien copy of the write exists, so when a replica
+// cannot answer (or none knows the key) the alien copies on the other nodes
+// are consulted too. When no replica of a vdisk could answer, GET and Exist
+// fail: absence is never reported for a key nobody could be asked about.
+import { errors, isOysterError, OysterError } from '../backend/errors';
 import { settleAll } from '../backend/settle';
 import { vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
+import { VersionClock } from '../model/clock';
+import { compareRecords, KeyState, newerOf, StoredRecord, StoredValue, Version } from '../model/version';
 import { DataApi } from './data-api';
 import { LocalNode } from './local-node';
-import { KeyState, NodeApi, Version } from './node-api';
+import { ExistAnswer, NodeApi } from './node-api';
 import { SupportNodes } from './support-nodes';
 import { Topology } from './topology';
 
@@ -28,16 +35,22 @@ export interface GrinderParts {
   support: SupportNodes;
   quorum: number;
   policy: ClusterPolicy;
+  clock: VersionClock;
   log: Logger;
+  /** Called when no replica of a vdisk could answer a read (metrics hang on it). */
+  onUnanswered?: (operation: 'get' | 'exist', vdisk: number) => void;
 }
 
 export class Grinder implements DataApi {
   private readonly topology: Topology;
   private readonly log: Logger;
+  private readonly clock: VersionClock;
+  private readonly lastUnansweredLog = new Map<number, number>();
 
   constructor(private readonly parts: GrinderParts) {
     this.topology = parts.topology;
     this.log = parts.log;
+    this.clock = parts.clock;
   }
 
   private node(name: string): NodeApi {
@@ -51,9 +64,15 @@ export class Grinder implements DataApi {
     return vdiskOf(key, this.topology.vdiskCount);
   }
 
+  private otherNodes(): string[] {
+    const self = this.topology.self.name;
+    return this.topology.nodes.map((n) => n.name).filter((n) => n !== self);
+  }
+
   // ------------------------------------------------------------------- PUT
 
-  async put(key: Buffer, value: Buffer, timestamp: number): Promise<void> {
+  async put(key: Buffer, value: Buffer, timestamp?: number): Promise<Version> {
+    const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
     const quorum = this.parts.quorum;
@@ -68,13 +87,13 @@ export class Grinder implements DataApi {
     if (targets.length === 1) {
       // One node holds every replica: nothing can answer early.
       try {
-        await this.node(targets[0]).put(key, value, timestamp, []);
+        await this.node(targets[0]).put(key, value, version, []);
         acked = this.topology.replicasOn(vdisk, targets[0]).length;
       } catch (err) {
         onFailure(targets[0], err as Error);
       }
     } else {
-      const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, value, timestamp, []) }));
+      const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, value, version, []) }));
       let pending = writes.length;
       await new Promise<void>((resolve) => {
         for (const w of writes) {
@@ -91,31 +110,32 @@ export class Grinder implements DataApi {
       if (pending > 0) running = Promise.allSettled(writes.map((w) => w.done));
     }
     if (this.parts.policy === 'simple') {
-      if (acked >= quorum) return;
+      if (acked >= quorum) return version;
       throw errors.failed(`put reached ${acked} of ${quorum} replicas`);
     }
     if (acked >= quorum) {
-      if (running === null && failed.length === 0) return;
+      if (running === null && failed.length === 0) return version;
       // The other replicas finish in the background; those that fail get alien copies.
       void (running ?? Promise.resolve()).then(async () => {
         if (failed.length === 0) return;
-        await this.putAliens(vdisk, key, value, timestamp, [...failed]).catch((err: Error) =>
+        await this.putAliens(vdisk, key, value, version, [...failed]).catch((err: Error) =>
           this.log.error({ vdisk, owners: failed, err: err.message }, 'alien copies of a write could not be stored'),
         );
       });
-      return;
+      return version;
     }
-    await this.putAliens(vdisk, key, value, timestamp, failed);
+    await this.putAliens(vdisk, key, value, version, failed);
+    return version;
   }
 
   /** Stores alien copies for `owners` on support nodes, falling back to this node. */
-  private async putAliens(vdisk: number, key: Buffer, value: Buffer, timestamp: number, owners: string[]): Promise<void> {
+  private async putAliens(vdisk: number, key: Buffer, value: Buffer, version: Version, owners: string[]): Promise<void> {
     const { left } = await this.onSupportNodes('alien copy', vdisk, key, owners, (holder, owner) =>
-      this.node(holder).put(key, value, timestamp, [owner]),
+      this.node(holder).put(key, value, version, [owner]),
     );
     for (const owner of left) {
       try {
-        await this.parts.local.put(key, value, timestamp, [owner]);
+        await this.parts.local.put(key, value, version, [owner]);
       } catch (err) {
         throw failedEverywhere(`no replica and no alien copy could be written for ${owner}`, err);
       }
@@ -156,32 +176,31 @@ export class Grinder implements DataApi {
 
   // ------------------------------------------------------------------- GET
 
-  async get(key: Buffer): Promise<{ timestamp: number; value: Buffer } | null> {
+  async get(key: Buffer): Promise<StoredValue | null> {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
-    const self = this.topology.self.name;
-    // This node the only replica and no alien copies to consult: a version
+    const localAliens = this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk);
+    // This node the only replica and no alien copies to consult: a record
     // found here at once is the answer (a key found nowhere takes the long
     // way, which asks the other nodes for alien copies).
-    if (targets.length === 1 && targets[0] === self && !(this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk))) {
+    if (targets.length === 1 && targets[0] === this.topology.self.name && !localAliens) {
       const now = this.parts.local.getNow(key);
-      if (now) return now.kind === 'found' ? { timestamp: now.timestamp, value: now.value } : null;
+      if (now) return now.kind === 'found' ? now : null;
     }
     const reads = targets.map((n) => this.node(n).get(key, 'normal'));
-    if (this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk)) reads.push(this.parts.local.get(key, 'alien'));
+    if (localAliens) reads.push(this.parts.local.get(key, 'alien'));
     const settled = await settleAll(reads);
-    let newest = newestVersion(settled);
-    if (newest === null && this.parts.policy === 'quorum') {
-      // No replica knows the key: copies may be held as aliens elsewhere.
-      const others = this.topology.nodes.map((n) => n.name).filter((n) => n !== self);
-      const alienReads = await Promise.allSettled(others.map((n) => this.node(n).get(key, 'alien')));
-      newest = newestVersion(alienReads);
-      if (newest === null && settled.slice(0, targets.length).every((s) => s.status === 'rejected')) {
-        throw firstReason(settled) ?? errors.failed('no replica answered');
-      }
+    const replicas = settled.slice(0, targets.length);
+    const answered = replicas.filter((s) => s.status === 'fulfilled').length;
+    if (answered === 0) throw this.unanswered('get', vdisk, replicas);
+    let newest: StoredRecord | null = null;
+    for (const s of settled) if (s.status === 'fulfilled') newest = newerOf(newest, s.value);
+    if (this.parts.policy === 'quorum' && (newest === null || answered < targets.length)) {
+      const others = await Promise.allSettled(this.otherNodes().map((n) => this.node(n).get(key, 'alien')));
+      for (const s of others) if (s.status === 'fulfilled') newest = newerOf(newest, s.value);
     }
-    if (newest === null && settled.every((s) => s.status === 'rejected')) throw firstReason(settled)!;
-    return newest?.kind === 'found' ? { timestamp: newest.timestamp, value: newest.value } : null;
+    if (newest !== null) this.clock.observe(newest.version);
+    return newest?.kind === 'found' ? newest : null;
   }
 
   // ----------------------------------------------------------------- EXIST
@@ -195,90 +214,96 @@ export class Grinder implements DataApi {
       if (list) list.push(i);
       else byVdisk.set(v, [i]);
     });
-    const self = this.topology.self.name;
-    const missing: number[] = [];
+    // Keys whose answer needs the alien copies on other nodes.
+    const toAliens: number[] = [];
+    const newest = new Array<ExistAnswer>(keys.length).fill(null);
     await Promise.all(
       [...byVdisk].map(async ([vdisk, idx]) => {
         const subset = idx.map((i) => keys[i]);
-        const asks = this.topology.targetNodes(vdisk).map((n) => this.node(n).exist(subset, this.parts.policy === 'simple' ? 'all' : 'normal'));
+        const targets = this.topology.targetNodes(vdisk);
+        const asks = targets.map((n) => this.node(n).exist(subset, this.parts.policy === 'simple' ? 'all' : 'normal'));
         if (this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk)) asks.push(this.parts.local.exist(subset, 'alien'));
         const answers = await Promise.allSettled(asks);
+        const replicas = answers.slice(0, targets.length);
+        const answered = replicas.filter((a) => a.status === 'fulfilled').length;
+        if (answered === 0) throw this.unanswered('exist', vdisk, replicas);
         idx.forEach((keyIndex, j) => {
-          const states = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value[j]] : []));
-          if (existsByNewest(states)) out[keyIndex] = true;
-          else if (!states.some((s) => s !== null)) missing.push(keyIndex);
+          for (const a of answers) if (a.status === 'fulfilled') newest[keyIndex] = newerAnswer(newest[keyIndex], a.value[j]);
+          if (answered < targets.length || newest[keyIndex]?.kind !== 'found') toAliens.push(keyIndex);
         });
       }),
     );
-    if (missing.length > 0 && this.parts.policy === 'quorum') {
-      const others = this.topology.nodes.map((n) => n.name).filter((n) => n !== self);
-      const subset = missing.map((i) => keys[i]);
-      const answers = await Promise.allSettled(others.map((n) => this.node(n).exist(subset, 'alien')));
-      missing.forEach((keyIndex, j) => {
-        const states = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value[j]] : []));
-        if (existsByNewest(states)) out[keyIndex] = true;
+    if (toAliens.length > 0 && this.parts.policy === 'quorum') {
+      const subset = toAliens.map((i) => keys[i]);
+      const answers = await Promise.allSettled(this.otherNodes().map((n) => this.node(n).exist(subset, 'alien')));
+      toAliens.forEach((keyIndex, j) => {
+        for (const a of answers) if (a.status === 'fulfilled') newest[keyIndex] = newerAnswer(newest[keyIndex], a.value[j]);
       });
     }
+    newest.forEach((s, i) => (out[i] = s?.kind === 'found'));
     return out;
   }
 
   // ---------------------------------------------------------------- DELETE
 
-  async delete(key: Buffer, timestamp: number): Promise<void> {
+  async delete(key: Buffer, timestamp?: number): Promise<Version> {
+    const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
-    const self = this.topology.self.name;
     const results = await Promise.allSettled(
-      targets.map((n) => this.node(n).delete(key, timestamp, { isAlien: false, forceAlienNodes: [] })),
+      targets.map((n) => this.node(n).delete(key, version, { isAlien: false, forceAlienNodes: [] })),
     );
     const failed = targets.filter((_, i) => results[i].status === 'rejected');
     if (this.parts.policy === 'simple') {
       const ok = targets.filter((_, i) => results[i].status === 'fulfilled').reduce((a, n) => a + this.topology.replicasOn(vdisk, n).length, 0);
-      if (ok >= this.parts.quorum) return;
+      if (ok >= this.parts.quorum) return version;
       throw errors.failed(`delete reached ${ok} of ${this.parts.quorum} replicas`);
     }
     // Owners that missed the tombstone get a forced alien tombstone elsewhere.
     const { left, used } = await this.onSupportNodes('alien tombstone', vdisk, key, failed, (holder, owner) =>
-      this.node(holder).delete(key, timestamp, { isAlien: true, forceAlienNodes: [owner] }),
+      this.node(holder).delete(key, version, { isAlien: true, forceAlienNodes: [owner] }),
     );
     // Alien copies held anywhere must not outlive the delete.
-    const others = this.topology.nodes.map((n) => n.name).filter((n) => n !== self && !used.has(n));
-    await Promise.allSettled(others.map((n) => this.node(n).delete(key, timestamp, { isAlien: true, forceAlienNodes: [] })));
+    const others = this.otherNodes().filter((n) => !used.has(n));
+    await Promise.allSettled(others.map((n) => this.node(n).delete(key, version, { isAlien: true, forceAlienNodes: [] })));
     try {
-      await this.parts.local.delete(key, timestamp, { isAlien: true, forceAlienNodes: left });
+      await this.parts.local.delete(key, version, { isAlien: true, forceAlienNodes: left });
     } catch (err) {
       if (left.length > 0) throw failedEverywhere(`tombstones could not be written for ${left.join(', ')}`, err);
     }
+    return version;
+  }
+
+  /**
+   * The error of a read no replica of the vdisk could answer: a damaged
+   * record as it is, anything else as unavailability, logged (once per 5 s
+   * per vdisk: a vdisk out of service fails every read) and counted.
+   */
+  private unanswered(operation: 'get' | 'exist', vdisk: number, replicas: Array<PromiseSettledResult<unknown>>): OysterError {
+    const reasons = replicas.map((s) => (s as PromiseRejectedResult).reason);
+    const damaged = reasons.find((r) => isOysterError(r, 'Corruption'));
+    if (damaged) return damaged as OysterError;
+    const causes = reasons.map((r) => String((r as Error)?.message ?? r));
+    this.parts.onUnanswered?.(operation, vdisk);
+    const now = Date.now();
+    if (now - (this.lastUnansweredLog.get(vdisk) ?? 0) >= 5000) {
+      this.lastUnansweredLog.set(vdisk, now);
+      this.log.warn({ operation, vdisk, causes }, 'no replica of the vdisk could answer; the read failed');
+    }
+    return errors.unavailable(`no replica of vdisk ${vdisk} could answer: ${causes.join('; ')}`);
   }
 }
 
-/** The newest version among fulfilled answers; tombstones count. */
-function newestVersion(settled: Array<PromiseSettledResult<Version | null>>): Version | null {
-  let best: Version | null = null;
-  for (const s of settled) {
-    if (s.status !== 'fulfilled' || s.value === null) continue;
-    // On equal timestamps a value beats a tombstone: REST clients put, delete
-    // and put again within one second, and every replica resolves that alike.
-    if (best === null || s.value.timestamp > best.timestamp || (s.value.timestamp === best.timestamp && s.value.kind === 'found')) {
-      best = s.value;
-    }
-  }
-  return best;
-}
-
-/** Whether the newest known state is a value; answers without a timestamp (bob peers) count when nothing newer is known. */
-function existsByNewest(states: Array<KeyState | null>): boolean {
-  let newest: KeyState | null = null;
-  let unversionedFound = false;
-  for (const s of states) {
-    if (s === null) continue;
-    if (s.timestamp === undefined) {
-      unversionedFound ||= s.kind === 'found';
-      continue;
-    }
-    if (newest === null || s.timestamp! > newest.timestamp! || (s.timestamp === newest.timestamp && s.kind === 'found')) newest = s;
-  }
-  return newest ? newest.kind === 'found' : unversionedFound;
+/**
+ * The newer of two Exist answers. An answer without a version (a bob peer's
+ * "present") counts only while no versioned answer is known.
+ */
+function newerAnswer(a: ExistAnswer, b: ExistAnswer): ExistAnswer {
+  if (a === null) return b;
+  if (b === null) return a;
+  if (a.version === null) return b.version === null ? a : b;
+  if (b.version === null) return a;
+  return compareRecords(b as KeyState, a as KeyState) > 0 ? b : a;
 }
 
 // Nothing could be stored anywhere: keep the cause's kind, so that a disk
@@ -286,11 +311,4 @@ function existsByNewest(states: Array<KeyState | null>): boolean {
 function failedEverywhere(what: string, cause: unknown): OysterError {
   const kind = cause instanceof OysterError ? cause.kind : 'Internal';
   return new OysterError(kind, `${what}: ${(cause as Error).message}`);
-}
-
-function firstReason(settled: Array<PromiseSettledResult<unknown>>): OysterError | null {
-  for (const s of settled) {
-    if (s.status === 'rejected') return s.reason instanceof OysterError ? s.reason : errors.failed(String(s.reason?.message ?? s.reason));
-  }
-  return null;
 }

@@ -1,7 +1,7 @@
 // LinkManager: which peers are reachable. Pings every peer each
 // check_interval (every 100 ms during the first minute, so that a starting
 // cluster finds itself quickly) and at once when a peer that was down pings
-// us (reference §4.3). This node is always reachable to itself.
+// us. This node is always reachable to itself.
 import { Logger } from '../logging/logger';
 import { PeerClient } from './peer-client';
 

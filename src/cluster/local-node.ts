@@ -1,15 +1,19 @@
 // LocalNode: this node's force_node operations on its own backend
-// (reference §3.2, with bob's crashes turned into errors).
+// (with bob's crashes turned into errors).
 import { Backend, GetSource } from '../backend/backend';
 import { errors, OysterError } from '../backend/errors';
 import { vdiskOf } from '../keys/distribution';
-import { DeleteOptions, KeyState, NodeApi, Version } from './node-api';
+import { VersionClock } from '../model/clock';
+import { KeyState, StoredRecord, Version } from '../model/version';
+import { DeleteOptions, NodeApi } from './node-api';
 import { Topology } from './topology';
 
 export class LocalNode implements NodeApi {
   constructor(
     private readonly topology: Topology,
     private readonly backend: Backend,
+    /** Sees every version written here, so that this node's next stamp is later. */
+    private readonly clock: VersionClock,
   ) {}
 
   get name(): string {
@@ -20,12 +24,13 @@ export class LocalNode implements NodeApi {
     return vdiskOf(key, this.topology.vdiskCount);
   }
 
-  put(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
-    if (remoteNodes.length === 0) return this.backend.put(this.vdisk(key), key, timestamp, value);
-    return this.putAliens(key, value, timestamp, remoteNodes);
+  put(key: Buffer, value: Buffer, version: Version, remoteNodes: string[]): Promise<void> {
+    this.clock.observe(version);
+    if (remoteNodes.length === 0) return this.backend.put(this.vdisk(key), key, version, value);
+    return this.putAliens(key, value, version, remoteNodes);
   }
 
-  private async putAliens(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
+  private async putAliens(key: Buffer, value: Buffer, version: Version, remoteNodes: string[]): Promise<void> {
     const vdisk = this.vdisk(key);
     // Alien copies for nodes that cannot be reached; an unknown owner would
     // leave copies nobody could ever deliver.
@@ -33,7 +38,7 @@ export class LocalNode implements NodeApi {
       if (!this.topology.node(owner)) throw new OysterError('InvalidArgument', `remote node ${JSON.stringify(owner)} is not in the cluster`);
     }
     // Each owner once: a name repeated in the request needs no second copy.
-    for (const owner of new Set(remoteNodes)) await this.backend.putAlien(owner, vdisk, key, timestamp, value);
+    for (const owner of new Set(remoteNodes)) await this.backend.putAlien(owner, vdisk, key, version, value);
   }
 
   /** Whether alien copies of the vdisk's records may be held here; reads skip the alien directory otherwise. */
@@ -41,12 +46,12 @@ export class LocalNode implements NodeApi {
     return this.backend.holdsAliens(vdisk);
   }
 
-  get(key: Buffer, source: GetSource): Promise<Version | null> {
+  get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
     return this.backend.get(this.vdisk(key), key, source);
   }
 
   /** get(key, 'normal') answered at once where the backend can; undefined otherwise. */
-  getNow(key: Buffer): Version | null | undefined {
+  getNow(key: Buffer): StoredRecord | null | undefined {
     return this.backend.getNow(this.vdisk(key), key);
   }
 
@@ -66,13 +71,14 @@ export class LocalNode implements NodeApi {
     return out;
   }
 
-  async delete(key: Buffer, timestamp: number, options: DeleteOptions): Promise<void> {
+  async delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
+    this.clock.observe(version);
     const vdisk = this.vdisk(key);
-    if (!options.isAlien) return this.backend.delete(vdisk, key, timestamp);
+    if (!options.isAlien) return this.backend.delete(vdisk, key, version);
     const failures: Error[] = [];
     for (const owner of this.topology.targetNodes(vdisk)) {
       try {
-        await this.backend.deleteAlien(owner, vdisk, key, timestamp, options.forceAlienNodes.includes(owner));
+        await this.backend.deleteAlien(owner, vdisk, key, version, options.forceAlienNodes.includes(owner));
       } catch (err) {
         failures.push(err as Error);
       }

@@ -2,14 +2,13 @@
 // requests). The coordinator talks to this node and to its peers through the
 // same interface: LocalNode over the backend, PeerClient over gRPC.
 import { GetSource } from '../backend/backend';
+import { KeyState, StoredRecord, Version } from '../model/version';
 
-export type Version = { kind: 'found'; timestamp: number; value: Buffer } | { kind: 'deleted'; timestamp: number };
-
-/** What a node knows of a key without its value; timestamp is unknown when a bob peer answered. */
-export interface KeyState {
-  kind: 'found' | 'deleted';
-  timestamp?: number;
-}
+/**
+ * What a node answered for one key of an Exist: a record's state, a value
+ * of unknown version (a bob peer answers only "present"), or null: nothing.
+ */
+export type ExistAnswer = KeyState | { kind: 'found'; version: null } | null;
 
 export interface DeleteOptions {
   /** Delete alien copies held for the key's owners instead of local replicas. */
@@ -18,12 +17,17 @@ export interface DeleteOptions {
   forceAlienNodes: string[];
 }
 
+/**
+ * Every call rejects when the node could not look where the records are
+ * (a disk out of service, a peer unreachable): null and absence are answers
+ * only from a node that could ask its storage.
+ */
 export interface NodeApi {
   readonly name: string;
   /** Into this node's replicas, or as aliens held for `remoteNodes` when given. */
-  put(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void>;
-  /** null: nothing known (absent, or a peer that does not report tombstones). */
-  get(key: Buffer, source: GetSource): Promise<Version | null>;
-  exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>>;
-  delete(key: Buffer, timestamp: number, options: DeleteOptions): Promise<void>;
+  put(key: Buffer, value: Buffer, version: Version, remoteNodes: string[]): Promise<void>;
+  /** The newest record; null: nothing known (absent, or a bob peer, which does not report tombstones). */
+  get(key: Buffer, source: GetSource): Promise<StoredRecord | null>;
+  exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]>;
+  delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void>;
 }

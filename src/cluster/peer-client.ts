@@ -1,12 +1,13 @@
 // PeerClient: another node of the cluster, reached over gRPC with one
-// channel, bob's InterNode credentials and operation_timeout on every call
-// (reference §4.2).
+// channel, bob's InterNode credentials and operation_timeout on every call.
 import * as grpc from '@grpc/grpc-js';
 import { GetSource } from '../backend/backend';
+import { errors, isOysterError } from '../backend/errors';
 import { BobApi, ExistResponseMsg, GetSource as Source, BlobMsg } from '../grpc/proto';
 import { fromStatus } from '../grpc/status';
-import { TOMBSTONE_TRAILER, VERSIONS_TRAILER, decodeVersions } from '../grpc/trailers';
-import { DeleteOptions, KeyState, NodeApi, Version } from './node-api';
+import { decodeStates, metaVersion, versionMeta } from '../grpc/versions';
+import { StoredRecord, Version } from '../model/version';
+import { DeleteOptions, ExistAnswer, NodeApi } from './node-api';
 
 export interface PeerOptions {
   name: string;
@@ -58,28 +59,22 @@ export class PeerClient implements NodeApi {
     this.client.close();
   }
 
-  /** Unary call with the deadline; resolves with the response and the trailing metadata. */
-  private call<Res>(
-    method: string,
-    request: unknown,
-    md = this.auth,
-    mayWait = true,
-  ): Promise<{ value: Res; trailers: grpc.Metadata | null }> {
+  /** Unary call with the deadline; rejects with the peer's status as an OysterError. */
+  private call<Res>(method: string, request: unknown, md = this.auth, mayWait = true): Promise<Res> {
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
-      let trailers: grpc.Metadata | null = null;
       const deadline = Date.now() + this.options.operationTimeoutMs;
       if (mayWait && this.options.isAvailable?.()) {
         md = md.clone();
         md.setOptions({ waitForReady: true });
       }
-      const call = this.client[method](request, md, { deadline }, (err, value) => {
+      this.client[method](request, md, { deadline }, (err, value) => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        this.options.observe?.(method.toLowerCase(), err ? fromStatus(err) : null, seconds);
-        if (err) reject(err);
-        else resolve({ value: value as Res, trailers });
+        const failure = err ? fromStatus(err) : null;
+        this.options.observe?.(method.toLowerCase(), failure, seconds);
+        if (failure) reject(failure);
+        else resolve(value as Res);
       });
-      call.on('status', (s: grpc.StatusObject) => (trailers = s.metadata));
     });
   }
 
@@ -88,52 +83,47 @@ export class PeerClient implements NodeApi {
     md.set('node_name', this.options.selfName);
     // Never waits for a reconnecting channel: a refused connection must mark
     // the peer down at once, not after operation_timeout.
-    await this.call('Ping', {}, md, false).catch((err: grpc.ServiceError) => {
-      throw fromStatus(err);
-    });
+    await this.call('Ping', {}, md, false);
   }
 
-  async put(key: Buffer, value: Buffer, timestamp: number, remoteNodes: string[]): Promise<void> {
+  async put(key: Buffer, value: Buffer, version: Version, remoteNodes: string[]): Promise<void> {
     await this.call('Put', {
       key: { key },
-      data: { data: value, meta: { timestamp: String(timestamp) } },
+      data: { data: value, meta: versionMeta(version) },
       options: { remote_nodes: remoteNodes, force_node: true, overwrite: false },
-    }).catch((err: grpc.ServiceError) => {
-      throw fromStatus(err);
     });
   }
 
-  async get(key: Buffer, source: GetSource): Promise<Version | null> {
+  async get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
+    let blob: BlobMsg;
     try {
-      const { value } = await this.call<BlobMsg>('Get', { key: { key }, options: { force_node: true, source: SOURCES[source] } });
-      return { kind: 'found', timestamp: Number(value.meta?.timestamp ?? 0), value: value.data };
+      blob = await this.call<BlobMsg>('Get', { key: { key }, options: { force_node: true, source: SOURCES[source], oyster_versions: true } });
     } catch (err) {
-      const e = err as grpc.ServiceError;
-      if (e.code !== grpc.status.NOT_FOUND) throw fromStatus(e);
-      // An Oyster peer tells when the key is deleted; a bob peer does not.
-      const ts = e.metadata?.get(TOMBSTONE_TRAILER)[0];
-      return ts === undefined ? null : { kind: 'deleted', timestamp: Number(ts) };
+      // NOT_FOUND: absent at an Oyster peer; absent or deleted at a bob peer.
+      if (isOysterError(err, 'KeyNotFound')) return null;
+      throw err;
     }
+    const version = blob.meta ? metaVersion(blob.meta) : null;
+    if (version === null) throw errors.failed(`peer ${this.name} answered Get with an unusable version`);
+    return blob.meta?.oyster_deleted ? { kind: 'deleted', version } : { kind: 'found', version, value: blob.data };
   }
 
-  async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
-    const { value, trailers } = await this.call<ExistResponseMsg>('Exist', {
+  async exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
+    const res = await this.call<ExistResponseMsg>('Exist', {
       keys: keys.map((key) => ({ key })),
-      options: { force_node: true, source: SOURCES[source] },
-    }).catch((err: grpc.ServiceError) => {
-      throw fromStatus(err);
+      options: { force_node: true, source: SOURCES[source], oyster_versions: true },
     });
-    const versions = decodeVersions(trailers?.get(VERSIONS_TRAILER)[0], keys.length);
-    return keys.map((_, i) => versions?.[i] ?? (value.exist[i] ? { kind: 'found' } : null));
+    const states = decodeStates(res.oyster_states, keys.length);
+    if (states) return states;
+    // A bob peer: whether each key is present, without versions.
+    return keys.map((_, i) => (res.exist[i] ? { kind: 'found', version: null } : null));
   }
 
-  async delete(key: Buffer, timestamp: number, options: DeleteOptions): Promise<void> {
+  async delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
     await this.call('Delete', {
       key: { key },
-      meta: { timestamp: String(timestamp) },
+      meta: versionMeta(version),
       options: { force_alien_nodes: options.forceAlienNodes, force_node: true, is_alien: options.isAlien },
-    }).catch((err: grpc.ServiceError) => {
-      throw fromStatus(err);
     });
   }
 }

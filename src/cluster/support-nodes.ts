@@ -1,11 +1,10 @@
-// Which nodes hold alien copies for replicas that could not be written
-// (reference §2.4): nodes that do not hold the vdisk, reachable ones first.
-// bob spreads them with a global round-robin counter; Oyster starts from a
-// hash of the key instead, so the copies still spread evenly over the keys
-// but every version of one key (put, then delete or put again within the
-// same second) lands in the same alien directory, where the later write
-// wins. Spread per request, two same-second versions would sit on two nodes
-// with equal timestamps, and whichever was read or handed over last would win.
+// Which nodes hold alien copies for replicas that could not be written:
+// nodes that do not hold the vdisk, reachable ones first. bob spreads them
+// with a global round-robin counter; Oyster starts from a hash of the key
+// instead, so the copies still spread evenly over the keys but every version
+// of one key lands in the same alien directory: the newer one supersedes the
+// older there, and the hand-off delivers one record per key instead of one
+// per version.
 import { LinkManager } from './link-manager';
 import { Topology } from './topology';
 

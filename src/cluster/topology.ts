@@ -1,4 +1,4 @@
-// Topology: who holds which vdisk, from cluster.yaml (reference §2.3).
+// Topology: who holds which vdisk, from cluster.yaml.
 export interface TopologyDisk {
   name: string;
   path: string;
@@ -27,6 +27,11 @@ export class Topology {
   readonly nodes: TopologyNode[];
   readonly vdisks: VDisk[];
   readonly self: TopologyNode;
+  /**
+   * This node's id, the last tie-breaker of the versions it stamps: its
+   * position in cluster.yaml's node list, from 1 (every node reads the same list).
+   */
+  readonly selfId: number;
   private readonly byNode = new Map<string, TopologyNode>();
   // vdisk id -> distinct node names holding it, in the order of `nodes`
   private readonly targets = new Map<number, string[]>();
@@ -37,6 +42,7 @@ export class Topology {
     const self = this.byNode.get(selfName);
     if (!self) throw new Error(`node ${selfName} is not in the cluster`);
     this.self = self;
+    this.selfId = this.nodes.indexOf(self) + 1;
     this.vdisks = [...cluster.vdisks]
       .sort((a, b) => a.id - b.id)
       .map((v) => ({

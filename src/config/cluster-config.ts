@@ -1,7 +1,8 @@
-// cluster.yaml (reference §1.3): the nodes with their disks, the vdisks with
-// their replicas, optional racks, and Oyster's optional key_size (DESIGN §2).
+// cluster.yaml: the nodes with their disks, the vdisks with
+// their replicas, optional racks, and Oyster's optional key_size.
 // Validation follows bob's `impl Validatable for Cluster`, reporting every
 // violation rather than the first.
+import { MAX_NODE_ID } from '../model/version';
 import { parseHostPort } from './address';
 import { ConfigReader, MapReader, Value, parsedBy } from './reader';
 
@@ -127,6 +128,8 @@ function readRack(m: MapReader): ClusterRack {
 // names all read (ConfigReader.allNamed).
 
 function checkNodes(reader: ConfigReader, nodes: Entry<ClusterNode>[]): void {
+  // A node's position in the list is its id in the versions it stamps (12 bits).
+  if (nodes.length > MAX_NODE_ID) reader.problem('nodes', `${nodes.length} nodes: a cluster has at most ${MAX_NODE_ID}`);
   const names = new Map<string, string>();
   const addresses = new Map<string, string>();
   for (const { path, item } of nodes) {

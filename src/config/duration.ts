@@ -1,4 +1,4 @@
-// Durations as bob writes them (humantime 2.x, reference §1.2): one or more
+// Durations as bob writes them (humantime 2.x): one or more
 // `<integer><unit>` spans, optionally separated by whitespace — `100ms`,
 // `1h 30min`, `12h 5min 2ns`. A number without a unit is an error, so that
 // `fail_retry_timeout: 100` is not silently read as some default unit.

@@ -1,4 +1,4 @@
-// node.yaml (reference §1.4): this node's identity, timings, limits, REST
+// node.yaml: this node's identity, timings, limits, REST
 // settings and the pearl backend, with bob's keys and defaults. Durations are
 // milliseconds and sizes bytes. Where bob accepts a value and then panics at
 // runtime (cleanup_interval, count_interval, prometheus_addr, TLS files,

@@ -1,4 +1,4 @@
-// Byte sizes as bob reads them (ubyte's ByteUnit, reference §1.2): an
+// Byte sizes as bob reads them (ubyte's ByteUnit): an
 // integer number of bytes, or a string `<number>[ ]<suffix>` such as `8 GiB`,
 // `100 mb`, `1.5GiB` or `1000000`.
 

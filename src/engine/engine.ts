@@ -1,30 +1,19 @@
 // Engine: the typed face of one native storage engine instance, which owns
 // one partition directory. All disk work happens on the addon's threads.
+// Records are ordered by src/model/version.ts (compareRecords): the engine
+// applies the same rule when it chooses among the records of a key.
+import { KeyState, StoredRecord, Version } from '../model/version';
 import { native, NativeEngine, NativeEngineSet, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
 
 export type EngineOptions = NativeOpenOptions;
 export type RecoveryReport = NativeRecovery;
 export type EngineStats = NativeStats;
 
-export interface Found {
-  kind: 'found';
-  timestamp: number;
-  value: Buffer;
-}
-export interface Deleted {
-  kind: 'deleted';
-  timestamp: number;
-}
-/** The newest record of a key: its value, its tombstone, or null if it has none. */
-export type GetResult = Found | Deleted | null;
-/** Like GetResult, without the value. */
-export type LookupResult = { kind: 'found' | 'deleted'; timestamp: number } | null;
-
-/** The newest version of one key, without its value. */
+/** The newest record of one key, without its value. */
 export interface SnapshotEntry {
   key: Buffer;
   kind: 'found' | 'deleted';
-  timestamp: number;
+  version: Version;
 }
 
 /** Error codes of engine failures (`err.code`). */
@@ -42,8 +31,8 @@ export interface EngineError extends Error {
   code: string;
   errno?: number;
   syscallCode?: string;
-  /** For corruption found by get(): the timestamp of the damaged record. */
-  timestamp?: number;
+  /** For corruption found by a read: the version of the damaged record. */
+  version?: Version;
 }
 
 export function isEngineError(err: unknown, code?: string): err is EngineError {
@@ -65,6 +54,10 @@ function settle<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+// Snapshot entries: [u8 kind (1 value, 2 tombstone)][u64 timestamp LE][u64 stamp LE][key],
+// stamp = (tick << 12) | node (native/engine/engine.h).
+const SNAPSHOT_FIXED = 17;
+
 export class Engine {
   private constructor(
     /** The addon's engine object; EngineSet passes it back to the addon. */
@@ -80,22 +73,22 @@ export class Engine {
     return new Engine(engine, dir, options.keySize ?? 16, recovery);
   }
 
-  /** Stores value under key with a version timestamp (seconds); newest timestamp wins, ties go to the later write. */
-  put(key: Buffer, timestamp: number, value: Buffer): Promise<void> {
-    return settle(() => this.handle.put(key, timestamp, value));
+  /** Stores value under key at `version`; reads return the newest record by compareRecords. */
+  put(key: Buffer, version: Version, value: Buffer): Promise<void> {
+    return settle(() => this.handle.put(key, version.timestamp, version.tick, version.node, value));
   }
 
-  /** Writes a tombstone: the key reads as deleted unless a newer version exists. */
-  delete(key: Buffer, timestamp: number): Promise<void> {
-    return settle(() => this.handle.delete(key, timestamp));
+  /** Writes a tombstone at `version`: the key reads as deleted unless a newer record exists. */
+  delete(key: Buffer, version: Version): Promise<void> {
+    return settle(() => this.handle.delete(key, version.timestamp, version.tick, version.node));
   }
 
   /** The newest record of key. Rejects with OYSTER_CORRUPTION if that record fails its checksum. */
-  get(key: Buffer): Promise<GetResult> {
+  get(key: Buffer): Promise<StoredRecord | null> {
     return settle(() => this.handle.get(key));
   }
 
-  exists(keys: Buffer[]): Promise<LookupResult[]> {
+  exists(keys: Buffer[]): Promise<Array<KeyState | null>> {
     return settle(() => this.handle.exists(keys));
   }
 
@@ -108,16 +101,23 @@ export class Engine {
     return settle(() => this.handle.stats());
   }
 
-  /** The newest version of every key stored (values are read with get). */
+  /** The newest record of every key stored (values are read with get). */
   async snapshot(): Promise<SnapshotEntry[]> {
     const packed = await settle(() => this.handle.snapshot());
-    const size = 9 + this.keySize;
+    const size = SNAPSHOT_FIXED + this.keySize;
     const out: SnapshotEntry[] = [];
     for (let off = 0; off + size <= packed.length; off += size) {
+      // The stamp in two halves: tick is its upper 52 bits, node the lower 12.
+      const low = packed.readUInt32LE(off + 9);
+      const high = packed.readUInt32LE(off + 13);
       out.push({
         kind: packed[off] === 2 ? 'deleted' : 'found',
-        timestamp: Number(packed.readBigUInt64LE(off + 1)),
-        key: packed.subarray(off + 9, off + size),
+        version: {
+          timestamp: packed.readUInt32LE(off + 1) + packed.readUInt32LE(off + 5) * 2 ** 32,
+          tick: high * 2 ** 20 + (low >>> 12),
+          node: low & 0xfff,
+        },
+        key: packed.subarray(off + SNAPSHOT_FIXED, off + size),
       });
     }
     return out;
@@ -138,11 +138,11 @@ export class Engine {
 // engine threads, as a large copy is no job for the event loop.
 const NOW_LIMIT = 64 * 1024;
 const nowValue = Buffer.allocUnsafeSlow(NOW_LIMIT);
-const nowMeta = new Float64Array(1);
+const nowMeta = new Float64Array(3); // timestamp, tick, node
 
 /**
  * Several engines read as one: the partitions of one vdisk. Reads return the
- * newest version across them; ties go to the earlier engine.
+ * newest record across them by compareRecords; full ties go to the earlier engine.
  */
 export class EngineSet {
   // Built once per set of partitions: engines are checked here, not per read.
@@ -157,7 +157,7 @@ export class EngineSet {
   }
 
   /** The newest record of key, in one trip to the engine threads. */
-  getNewest(key: Buffer): Promise<GetResult> {
+  getNewest(key: Buffer): Promise<StoredRecord | null> {
     return this.handle === null ? Promise.resolve(null) : settle(() => this.handle!.getNewest(key));
   }
 
@@ -168,20 +168,21 @@ export class EngineSet {
    * wait for the disk or a writer, or the value is over 64 KiB. Throws what
    * getNewest would reject with.
    */
-  readNewestNow(key: Buffer): GetResult | undefined {
+  readNewestNow(key: Buffer): StoredRecord | null | undefined {
     if (this.handle === null) return null;
     const n = this.handle.readNewestNow(key);
     if (n === undefined) return undefined;
     if (n === -1) return null;
-    if (n === -2) return { kind: 'deleted', timestamp: nowMeta[0] };
+    const version = { timestamp: nowMeta[0], tick: nowMeta[1], node: nowMeta[2] };
+    if (n === -2) return { kind: 'deleted', version };
     // Small values come from Node's shared buffer pool: no allocation of their own.
     const value = Buffer.allocUnsafe(n);
     nowValue.copy(value, 0, 0, n);
-    return { kind: 'found', timestamp: nowMeta[0], value };
+    return { kind: 'found', version, value };
   }
 
-  /** The newest version (without value) of each key. */
-  lookupNewest(keys: Buffer[]): Promise<LookupResult[]> {
+  /** The newest record (without value) of each key. */
+  lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>> {
     return this.handle === null ? Promise.resolve(keys.map(() => null)) : settle(() => this.handle!.lookupNewest(keys));
   }
 }

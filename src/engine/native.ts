@@ -1,6 +1,7 @@
 // Loads the native addon built by cmake-js (build/Release/oyster.node) and
 // describes its interface. Everything else uses ./engine, not this module.
 import path from 'node:path';
+import { KeyState, StoredRecord } from '../model/version';
 
 export interface NativeOpenOptions {
   keySize?: number;
@@ -35,22 +36,20 @@ export interface NativeStats {
   blobsInMemory: number;
   corruptReads: number;
   indexRepairs: number;
+  /** Timestamp of the largest version stored (0 when empty). */
+  maxTimestamp: number;
+  /** The largest tick of any record stored: a node's clock starts above it after a restart. */
+  maxTick: number;
   backgroundError: string | null;
   writeError: string | null;
 }
 
-export type NativeGetResult =
-  | { kind: 'found'; timestamp: number; value: Buffer }
-  | { kind: 'deleted'; timestamp: number }
-  | null;
-
-export type NativeLookupResult = { kind: 'found' | 'deleted'; timestamp: number } | null;
-
 export interface NativeEngine {
-  put(key: Buffer, timestamp: number, value: Buffer): Promise<void>;
-  delete(key: Buffer, timestamp: number): Promise<void>;
-  get(key: Buffer): Promise<NativeGetResult>;
-  exists(keys: Buffer[]): Promise<NativeLookupResult[]>;
+  /** The version is passed positionally: no object for the addon to take apart. */
+  put(key: Buffer, timestamp: number, tick: number, node: number, value: Buffer): Promise<void>;
+  delete(key: Buffer, timestamp: number, tick: number, node: number): Promise<void>;
+  get(key: Buffer): Promise<StoredRecord | null>;
+  exists(keys: Buffer[]): Promise<Array<KeyState | null>>;
   recordsCount(): Promise<number>;
   stats(): Promise<NativeStats>;
   snapshot(): Promise<Buffer>;
@@ -58,13 +57,18 @@ export interface NativeEngine {
   close(): Promise<void>;
 }
 
-/** The engines of one vdisk read as one (native/addon/engine_wrap.h). */
+/** The engines of one vdisk read as one (native/engine/engine_set.h). */
 export interface NativeEngineSet {
-  getNewest(key: Buffer): Promise<NativeGetResult>;
-  /** getNewest without waiting: the value's length (value at the start of `into`), -1 no record, -2 tombstone, undefined if it would wait; meta[0] = timestamp. */
+  getNewest(key: Buffer): Promise<StoredRecord | null>;
+  /**
+   * getNewest without waiting: the value's length (value at the start of
+   * `into`), -1 no record, -2 tombstone, undefined if it would wait; meta =
+   * [timestamp, tick, node].
+   */
   readNewestNow(key: Buffer): number | undefined;
-  lookupNewest(keys: Buffer[]): Promise<NativeLookupResult[]>;
+  lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>>;
 }
+
 
 export interface NativeAddon {
   open(dir: string, options: NativeOpenOptions): Promise<{ engine: NativeEngine; recovery: NativeRecovery }>;

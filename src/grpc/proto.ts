@@ -29,6 +29,9 @@ export interface BlobKeyMsg {
 }
 export interface BlobMetaMsg {
   timestamp: string | number;
+  oyster_tick?: string | number;
+  oyster_node?: number;
+  oyster_deleted?: boolean;
 }
 export interface BlobMsg {
   data: Buffer;
@@ -39,13 +42,18 @@ export interface PutRequestMsg {
   data: BlobMsg | null;
   options: { remote_nodes: string[]; force_node: boolean; overwrite: boolean } | null;
 }
+export interface GetOptionsMsg {
+  force_node: boolean;
+  source: number;
+  oyster_versions?: boolean;
+}
 export interface GetRequestMsg {
   key: BlobKeyMsg | null;
-  options: { force_node: boolean; source: number } | null;
+  options: GetOptionsMsg | null;
 }
 export interface ExistRequestMsg {
   keys: Array<BlobKeyMsg | null>;
-  options: { force_node: boolean; source: number } | null;
+  options: GetOptionsMsg | null;
 }
 export interface DeleteRequestMsg {
   key: BlobKeyMsg | null;
@@ -54,4 +62,5 @@ export interface DeleteRequestMsg {
 }
 export interface ExistResponseMsg {
   exist: boolean[];
+  oyster_states?: Buffer;
 }

@@ -1,8 +1,7 @@
-// The BobApi gRPC service (reference §4.1): force_node requests are served
-// from this node's storage, all others are coordinated by the grinder.
-// Every request is validated first: a malformed one (wrong key length,
-// missing meta, unknown enum value, timestamp out of range) gets
-// INVALID_ARGUMENT, never a crash.
+// The BobApi gRPC service: force_node requests are served from this node's
+// storage, all others are coordinated by the grinder. Every request is
+// validated first: a malformed one (wrong key length, missing meta, unknown
+// enum value, timestamp out of range) gets INVALID_ARGUMENT, never a crash.
 import * as grpc from '@grpc/grpc-js';
 import { GetSource } from '../backend/backend';
 import { AuthError, Authenticator } from '../auth/authenticator';
@@ -10,11 +9,12 @@ import { GRPC_PERMISSION, Permission } from '../auth/permissions';
 import { DataApi } from '../cluster/data-api';
 import { LinkManager } from '../cluster/link-manager';
 import { NodeApi } from '../cluster/node-api';
-import { KeyError, keyToHex, normalizeKey } from '../keys/key';
+import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
-import { BobApiService, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
+import { KeyState, Version } from '../model/version';
+import { BlobMetaMsg, BobApiService, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
 import { invalidArgument, toStatus } from './status';
-import { encodeVersions, TOMBSTONE_TRAILER, VERSIONS_TRAILER } from './trailers';
+import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
 
 export interface BobServiceParts {
   local: NodeApi;
@@ -29,30 +29,41 @@ export interface BobServiceParts {
 
 class BadRequest extends Error {}
 
-// NOT_FOUND with optional trailing metadata (the tombstone an Oyster peer reports).
-class NotFound extends Error {
-  trailer?: grpc.Metadata;
-}
+class NotFound extends Error {}
 
 const SOURCES: Record<number, GetSource> = { 0: 'all', 1: 'normal', 2: 'alien' };
 
+/**
+ * The key of a request: exactly key_size bytes, or 8 bytes on a node with
+ * 16-byte keys (bob's clients send u64 keys), zero-padded. Anything else —
+ * the empty key included — is refused, never taken for another key.
+ */
 function key(msg: { key: Buffer } | null | undefined, keySize: number, missing: string): Buffer {
   if (!msg || !Buffer.isBuffer(msg.key)) throw new BadRequest(missing);
-  try {
-    return normalizeKey(msg.key, keySize);
-  } catch (err) {
-    if (err instanceof KeyError) throw new BadRequest(`${err.message}: keys are ${keySize} bytes`);
-    throw err;
+  const k = msg.key;
+  if (k.length === keySize) return k;
+  if (keySize === 16 && k.length === 8) {
+    const padded = Buffer.alloc(16);
+    k.copy(padded);
+    return padded;
   }
+  throw new BadRequest(`key of ${k.length} bytes: keys are ${keySize} bytes${keySize === 16 ? ' (or 8)' : ''}`);
 }
 
-function timestamp(meta: { timestamp: string | number } | null | undefined, missing: string): number {
+/** bob's timestamp of a request. */
+function timestamp(meta: BlobMetaMsg | null | undefined, missing: string): number {
   if (!meta) throw new BadRequest(missing);
-  const text = String(meta.timestamp);
-  if (!/^\d{1,20}$/.test(text) || BigInt(text) > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new BadRequest(`timestamp ${text} is out of the supported range 0..2^53-1`);
-  }
-  return Number(text);
+  const ts = u64Field(meta.timestamp, Number.MAX_SAFE_INTEGER);
+  if (ts === null) throw new BadRequest(`timestamp ${String(meta.timestamp)} is out of the supported range 0..2^53-1`);
+  return ts;
+}
+
+/** The whole version of a force_node write: bob's timestamp, and Oyster's tie-breakers when an Oyster peer sent them. */
+function version(meta: BlobMetaMsg | null | undefined, missing: string): Version {
+  timestamp(meta, missing);
+  const v = metaVersion(meta!);
+  if (v === null) throw new BadRequest(`oyster_tick ${String(meta!.oyster_tick)} or oyster_node ${String(meta!.oyster_node)} is out of range`);
+  return v;
 }
 
 function source(options: { source: number } | null | undefined): GetSource {
@@ -86,10 +97,9 @@ function tolerantDefinition(definition: grpc.ServiceDefinition): grpc.ServiceDef
   return out as grpc.ServiceDefinition;
 }
 
-type Handler<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>) => Promise<{ value: Res; trailer?: grpc.Metadata }>;
+type Handler<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>) => Promise<{ value: Res }>;
 
-/** Runs a handler, answering every failure with a status instead of throwing into grpc-js. */
-// A request refused for its credentials (reference §1.6–§1.7).
+/** A request refused for its credentials. */
 class Refused extends Error {
   constructor(
     readonly code: grpc.status,
@@ -118,13 +128,14 @@ async function authorizeCall(auth: Authenticator, name: string, call: grpc.Serve
   }
 }
 
+/** Runs a handler, answering every failure with a status instead of throwing into grpc-js. */
 function unary<Req, Res>(parts: BobServiceParts, name: string, handler: Handler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
   const { log, auth, onAnswer } = parts;
   return (call, answer) => {
     // Every way out passes here, refusals before the handler included.
-    const callback: grpc.sendUnaryData<Res> = (err, value, trailer) => {
+    const callback: grpc.sendUnaryData<Res> = (err, value) => {
       onAnswer?.(name, grpc.status[err ? (err.code ?? grpc.status.UNKNOWN) : grpc.status.OK]);
-      answer(err, value, trailer);
+      answer(err, value);
     };
     const undecodable = (call.request as Partial<Undecodable> | null)?.[UNDECODABLE];
     if (undecodable !== undefined) {
@@ -134,7 +145,7 @@ function unary<Req, Res>(parts: BobServiceParts, name: string, handler: Handler<
     authorizeCall(auth, name, call as grpc.ServerUnaryCall<unknown, unknown>)
       .then(() => handler(call))
       .then(
-      ({ value, trailer }) => callback(null, value, trailer),
+      ({ value }) => callback(null, value),
       (err: unknown) => {
         if (err instanceof Refused) {
           callback({ code: err.code, details: err.message });
@@ -145,7 +156,7 @@ function unary<Req, Res>(parts: BobServiceParts, name: string, handler: Handler<
           return;
         }
         if (err instanceof NotFound) {
-          callback({ code: grpc.status.NOT_FOUND, details: err.message, metadata: err.trailer ?? new grpc.Metadata() });
+          callback({ code: grpc.status.NOT_FOUND, details: err.message });
           return;
         }
         const status = toStatus(err);
@@ -164,39 +175,39 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
       const missing = 'Key, data and timestamp in data.meta is mandatory';
       if (!req.key || !req.data || !req.data.meta) throw new BadRequest(missing);
       const k = key(req.key, keySize, missing);
-      const ts = timestamp(req.data.meta, missing);
       const value = Buffer.isBuffer(req.data.data) ? req.data.data : Buffer.alloc(0);
-      if (req.options?.force_node) await local.put(k, value, ts, req.options.remote_nodes ?? []);
-      else await grinder.put(k, value, ts);
+      if (req.options?.force_node) await local.put(k, value, version(req.data.meta, missing), req.options.remote_nodes ?? []);
+      else await grinder.put(k, value, timestamp(req.data.meta, missing));
       return { value: { error: null } };
     }),
 
     Get: unary<GetRequestMsg, object>(parts, 'Get', async (call) => {
       const req = call.request;
       const k = key(req.key, keySize, 'Key is mandatory');
+      const src = source(req.options);
       if (req.options?.force_node) {
-        const v = await local.get(k, source(req.options));
-        if (v?.kind === 'found') return { value: { data: v.value, meta: { timestamp: String(v.timestamp) } } };
-        const trailer = new grpc.Metadata();
-        if (v?.kind === 'deleted') trailer.set(TOMBSTONE_TRAILER, String(v.timestamp));
-        throw Object.assign(new NotFound(`KeyNotFound ${keyToHex(k)}`), { trailer });
+        const r = await local.get(k, src);
+        if (r?.kind === 'found') return { value: { data: r.value, meta: versionMeta(r.version) } };
+        // An Oyster peer learns of the tombstone; for bob's clients a deleted key is not found.
+        if (r?.kind === 'deleted' && req.options.oyster_versions) return { value: { data: Buffer.alloc(0), meta: versionMeta(r.version, true) } };
+        throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
       }
-      source(req.options); // validated even though the coordinator ignores it, as in Exist
-      const v = await grinder.get(k);
-      if (!v) throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
-      return { value: { data: v.value, meta: { timestamp: String(v.timestamp) } } };
+      const r = await grinder.get(k);
+      if (!r) throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
+      return { value: { data: r.value, meta: versionMeta(r.version) } };
     }),
 
     Exist: unary<ExistRequestMsg, object>(parts, 'Exist', async (call) => {
       const req = call.request;
       const keys = (req.keys ?? []).map((k, i) => key(k, keySize, `keys[${i}] is empty`));
+      const src = source(req.options);
       if (req.options?.force_node) {
-        const states = await local.exist(keys, source(req.options));
-        const trailer = new grpc.Metadata();
-        trailer.set(VERSIONS_TRAILER, encodeVersions(states));
-        return { value: { exist: states.map((s) => s?.kind === 'found') }, trailer };
+        const answers = await local.exist(keys, src);
+        const exist = answers.map((s) => s?.kind === 'found');
+        if (!req.options.oyster_versions) return { value: { exist } };
+        // Local answers always carry versions.
+        return { value: { exist, oyster_states: encodeStates(answers as Array<KeyState | null>) } };
       }
-      source(req.options); // validated even though the coordinator ignores it
       return { value: { exist: await grinder.exist(keys) } };
     }),
 
@@ -205,11 +216,10 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
       const missing = 'Key and meta are mandatory';
       if (!req.key || !req.meta) throw new BadRequest(missing);
       const k = key(req.key, keySize, missing);
-      const ts = timestamp(req.meta, missing);
       if (req.options?.force_node) {
-        await local.delete(k, ts, { isAlien: req.options.is_alien, forceAlienNodes: req.options.force_alien_nodes ?? [] });
+        await local.delete(k, version(req.meta, missing), { isAlien: req.options.is_alien, forceAlienNodes: req.options.force_alien_nodes ?? [] });
       } else {
-        await grinder.delete(k, ts);
+        await grinder.delete(k, timestamp(req.meta, missing));
       }
       return { value: { error: null } };
     }),

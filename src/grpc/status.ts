@@ -1,8 +1,10 @@
-// Errors as gRPC statuses with bob's message conventions (reference §4.8:
+// Errors as gRPC statuses with bob's message conventions (
 // peers parse the first word of the message), and back.
 import * as grpc from '@grpc/grpc-js';
 import { ErrorKind, OysterError } from '../backend/errors';
 
+// Each kind answers with the code of its cause: what a client may retry
+// elsewhere or later is UNAVAILABLE, INTERNAL is left for Oyster's own bugs.
 const CODE_BY_KIND: Record<ErrorKind, grpc.status> = {
   KeyNotFound: grpc.status.NOT_FOUND,
   VDiskNotFound: grpc.status.NOT_FOUND,
@@ -12,14 +14,15 @@ const CODE_BY_KIND: Record<ErrorKind, grpc.status> = {
   InvalidArgument: grpc.status.INVALID_ARGUMENT,
   Conflict: grpc.status.FAILED_PRECONDITION,
   Corruption: grpc.status.DATA_LOSS,
-  Storage: grpc.status.INTERNAL,
-  VDiskIsNotReady: grpc.status.INTERNAL,
-  DCIsNotAvailable: grpc.status.INTERNAL,
-  PossibleDiskDisconnection: grpc.status.INTERNAL,
-  Failed: grpc.status.INTERNAL,
+  NoSpace: grpc.status.RESOURCE_EXHAUSTED,
+  Storage: grpc.status.UNAVAILABLE,
+  VDiskIsNotReady: grpc.status.UNAVAILABLE,
+  DCIsNotAvailable: grpc.status.UNAVAILABLE,
+  PossibleDiskDisconnection: grpc.status.UNAVAILABLE,
+  Failed: grpc.status.UNAVAILABLE,
+  PearlChangeState: grpc.status.FAILED_PRECONDITION,
+  RequestFailedCompletely: grpc.status.UNAVAILABLE,
   Internal: grpc.status.INTERNAL,
-  PearlChangeState: grpc.status.INTERNAL,
-  RequestFailedCompletely: grpc.status.INTERNAL,
 };
 
 export function toStatus(err: unknown): Partial<grpc.StatusObject> {
@@ -50,6 +53,9 @@ export function fromStatus(err: grpc.ServiceError): OysterError {
       return new OysterError('Corruption', msg);
     case grpc.status.INVALID_ARGUMENT:
       return new OysterError('InvalidArgument', msg);
+    case grpc.status.RESOURCE_EXHAUSTED:
+      // Also grpc-js's own answer to a message over a size limit.
+      return first === 'NoSpace' ? new OysterError('NoSpace', msg) : new OysterError('Failed', `Failed ${msg}`);
     default:
       return new OysterError('Failed', `Failed ${msg}`);
   }

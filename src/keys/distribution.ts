@@ -1,4 +1,4 @@
-// Key -> vdisk, bob's "Mod" distribution (reference §2.2): the key read as an
+// Key -> vdisk, bob's "Mod" distribution: the key read as an
 // unsigned little-endian integer, modulo the number of vdisks.
 
 /**

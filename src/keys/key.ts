@@ -1,5 +1,5 @@
-// Keys are fixed-size byte strings (DESIGN §2). REST paths spell them as a
-// GUID, a 0x hex byte string or a decimal integer (reference §8.3); gRPC
+// Keys are fixed-size byte strings. REST paths spell them as a
+// GUID, a 0x hex byte string or a decimal integer; gRPC
 // sends raw bytes. Either way a shorter key is zero-padded on the right and a
 // longer one is accepted only if its extra bytes are all zero.
 

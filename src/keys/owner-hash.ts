@@ -1,5 +1,5 @@
 // The owner hash in partition and blob names (`<ts>_<hash>`,
-// `bob_<hash>.0.blob`; reference §2.5). It has to be bit-for-bit bob's so
+// `bob_<hash>.0.blob`). It has to be bit-for-bit bob's so
 // that bob-tools can copy partitions between bob and Oyster nodes: SHA-256 of
 // the owner identifier (the node name, or "a" + the storing node's name for
 // alien partitions), encoded with bob's base64-like scheme, truncated.

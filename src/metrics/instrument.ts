@@ -16,6 +16,8 @@ export function outcomeOf(err: unknown): Outcome {
     isOysterError(err, 'DCIsNotAvailable') ||
     isOysterError(err, 'HolderTemporaryUnavailable') ||
     isOysterError(err, 'PossibleDiskDisconnection') ||
+    isOysterError(err, 'RequestFailedCompletely') ||
+    isOysterError(err, 'Failed') ||
     isOysterError(err, 'Timeout')
   ) {
     return 'unavailable';
@@ -70,10 +72,10 @@ function recordedGet(api: DataApi, m: NodeMetrics, iface: Interface): DataApi['g
 export function instrumentData(api: DataApi, m: NodeMetrics, iface: Interface): DataApi {
   const record = recorder(m, iface, 'coordinated');
   return {
-    put: (key, value, ts) => record('put', () => api.put(key, value, ts)),
+    put: (key, value, timestamp) => record('put', () => api.put(key, value, timestamp)),
     get: recordedGet(api, m, iface),
     exist: (keys) => record('exist', () => api.exist(keys)),
-    delete: (key, ts) => record('delete', () => api.delete(key, ts)),
+    delete: (key, timestamp) => record('delete', () => api.delete(key, timestamp)),
   };
 }
 
@@ -82,10 +84,10 @@ export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
   const record = recorder(m, 'grpc', 'local');
   return {
     name: api.name,
-    put: (key, value, ts, remote) => record('put', () => api.put(key, value, ts, remote)),
+    put: (key, value, version, remote) => record('put', () => api.put(key, value, version, remote)),
     get: (key, source) => record('get', () => api.get(key, source), (v) => v?.kind === 'found'),
     exist: (keys, source) => record('exist', () => api.exist(keys, source)),
-    delete: (key, ts, options) => record('delete', () => api.delete(key, ts, options)),
+    delete: (key, version, options) => record('delete', () => api.delete(key, version, options)),
   };
 }
 

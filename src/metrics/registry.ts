@@ -31,6 +31,10 @@ export interface NodeMetrics {
   corruptRecords: Counter<'disk'>;
   diskReady: Gauge<'disk' | 'alien'>;
   aliensHandedOver: Counter<'owner'>;
+  /** Coordinated reads that failed because no replica of the key's vdisk could answer. */
+  unansweredReads: Counter<'operation'>;
+  /** Versions seen too far ahead of this node's clock to follow (a peer's or client's clock is wrong). */
+  futureVersions: Counter;
 }
 
 export function createMetrics(nodeName: string): NodeMetrics {
@@ -137,6 +141,17 @@ export function createMetrics(nodeName: string): NodeMetrics {
       name: 'oyster_aliens_handed_over_total',
       help: 'Alien records delivered to their owner node',
       labelNames: ['owner'],
+      registers,
+    }),
+    unansweredReads: new Counter({
+      name: 'oyster_unanswered_reads_total',
+      help: 'Coordinated reads (get, exist) that failed because no replica of the vdisk could answer',
+      labelNames: ['operation'],
+      registers,
+    }),
+    futureVersions: new Counter({
+      name: 'oyster_future_versions_total',
+      help: "Versions seen more than a minute ahead of this node's clock, which the clock does not follow",
       registers,
     }),
   };

@@ -24,6 +24,8 @@ import { createRestServer } from '../rest/server';
 import { alienLocation, createBackend } from './storage';
 import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
 import { versionInfo } from './version';
+import { VersionClock } from '../model/clock';
+import { formatVersion } from '../model/version';
 
 export interface NodeOptions {
   config: LoadedConfig;
@@ -42,6 +44,7 @@ export class OysterNode {
   readonly peers = new Map<string, PeerClient>();
   readonly links: LinkManager;
   readonly handoff: AlienHandoff;
+  readonly clock: VersionClock;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
@@ -56,6 +59,14 @@ export class OysterNode {
     this.metrics = createMetrics(config.node.name);
     this.tls = readTls(config.node.tls);
     const metrics = this.metrics;
+    let lastFutureLog = 0;
+    this.clock = new VersionClock(this.topology.selfId, undefined, (v, aheadUs) => {
+      metrics.futureVersions.inc();
+      if (Date.now() - lastFutureLog < 60_000) return;
+      lastFutureLog = Date.now();
+      log.warn({ version: formatVersion(v), aheadSeconds: Math.round(aheadUs / 1e6) }, "a version far ahead of this node's clock was seen; check the clocks of the cluster and the timestamps clients send");
+    });
+    for (const op of ['get', 'exist']) metrics.unansweredReads.inc({ operation: op }, 0);
     this.backend = createBackend({
       config,
       topology: this.topology,
@@ -63,8 +74,9 @@ export class OysterNode {
       log,
       onDiskState: (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
       observer: (disk) => storageObserver(metrics, disk),
+      clock: this.clock,
     });
-    this.local = new LocalNode(this.topology, this.backend);
+    this.local = new LocalNode(this.topology, this.backend, this.clock);
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;
     for (const n of this.topology.nodes) {
       if (n.name === this.topology.self.name) continue;
@@ -125,7 +137,9 @@ export class OysterNode {
       support: new SupportNodes(this.topology, this.links),
       quorum: node.quorum,
       policy: node.clusterPolicy,
+      clock: this.clock,
       log,
+      onUnanswered: (operation) => this.metrics.unansweredReads.inc({ operation }),
     });
     const auth = new Authenticator({
       users: config.users,
@@ -260,7 +274,7 @@ export class OysterNode {
 }
 
 /**
- * Where the gRPC server listens (reference §0): bind_to_ip_address if set,
+ * Where the gRPC server listens: bind_to_ip_address if set,
  * else the cluster address if it is an IP address, else all interfaces on
  * its port.
  */

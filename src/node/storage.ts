@@ -1,6 +1,5 @@
 // Builds this node's storage (disk controllers, groups, engines) from its
-// configuration: where every directory is and how partitions are named
-// (DESIGN §4, reference §2.5).
+// configuration: where every directory is and how partitions are named.
 import path from 'node:path';
 import { Backend } from '../backend/backend';
 import { DiskController, DiskState } from '../backend/disk-controller';
@@ -10,6 +9,7 @@ import { LoadedConfig } from '../config/load';
 import { EngineOptions } from '../engine/engine';
 import { ownerHash } from '../keys/owner-hash';
 import { Logger } from '../logging/logger';
+import { VersionClock } from '../model/clock';
 
 export interface StorageOptions {
   config: LoadedConfig;
@@ -20,6 +20,8 @@ export interface StorageOptions {
   onDiskState?: (disk: string, alien: boolean, state: DiskState) => void;
   /** What the partitions of a disk report to (metrics). */
   observer?: (disk: string) => StorageObserver;
+  /** The node's version clock, shown every partition opened. */
+  clock?: VersionClock;
 }
 
 /** Where the alien directory lives and under which name /disks/list shows it. */
@@ -60,6 +62,7 @@ export function createBackend(o: StorageOptions): Backend {
       openRetryDelayMs: pearl.failRetryTimeout,
       idleCloseMs: 10_000,
       observer: o.observer?.(disk),
+      clock: o.clock,
       log: o.log,
     });
   const common = {

@@ -1,4 +1,4 @@
-// TLS material from node.yaml's `tls` section (reference §1.4): the node's
+// TLS material from node.yaml's `tls` section: the node's
 // certificate and key for its REST and gRPC servers, and the CA and domain
 // name it expects from its peers' gRPC servers.
 import fs from 'node:fs';

@@ -1,5 +1,5 @@
 // The REST application: error bodies, metrics and access log around one
-// router per area of the API (DESIGN §7).
+// router per area of the API.
 import http from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';

@@ -1,4 +1,4 @@
-// JSON shapes shared by several routes (reference §8.2).
+// JSON shapes shared by several routes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { VDisk } from '../cluster/topology';

@@ -1,7 +1,7 @@
 // The HTTP server under the REST app. Requests Node's HTTP layer refuses by
 // itself (unparsable request lines or headers, oversized headers, CONNECT,
 // unknown Expect values) would get bare responses or a closed connection;
-// here they get a StatusExt body like every other error (DESIGN §7).
+// here they get a StatusExt body like every other error.
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';

@@ -1,4 +1,4 @@
-// users.yaml parsing and credential checks (reference §1.6); the permission
+// users.yaml parsing and credential checks; the permission
 // matrix over real HTTP and gRPC is tested in test/auth/matrix.test.ts.
 import crypto from 'node:crypto';
 import t from 'tap';

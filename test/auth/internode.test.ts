@@ -1,4 +1,4 @@
-// Inter-node authentication (reference §1.6, §4.2) in a 2-node cluster with
+// Inter-node authentication in a 2-node cluster with
 // authentication_type Basic: each node calls the other with "InterNode
 // base64(own name)", accepted because the call comes from the address
 // cluster.yaml gives that node, so writes replicate. The same header sent

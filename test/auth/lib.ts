@@ -1,5 +1,5 @@
 // Shared by the authentication tests: a users.yaml covering the combinations
-// of the four permissions (reference §1.6), the identities a request can
+// of the four permissions, the identities a request can
 // carry, and what each of them may do.
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -1,7 +1,7 @@
-// The permission matrix (reference §1.7) over real HTTP and real gRPC: one
+// The permission matrix over real HTTP and real gRPC: one
 // oysterd with authentication_type Basic and a users.yaml covering the
-// combinations of permissions (test/auth/lib.ts). Every REST route pattern of
-// DESIGN §7 and every BobApi method is called with every identity; refusals
+// combinations of permissions (test/auth/lib.ts). Every REST route pattern
+// and every BobApi method is called with every identity; refusals
 // must be exactly 400/401/403 with StatusExt bodies on REST and
 // INVALID_ARGUMENT / UNAUTHENTICATED / PERMISSION_DENIED on gRPC, and allowed
 // calls must get past authentication (the operation may still answer 404).
@@ -21,7 +21,7 @@ interface Route {
   body?: string;
 }
 
-/** One concrete path per route pattern of DESIGN §7; `pid` is an existing partition of vdisk 0. */
+/** One concrete path per REST route pattern; `pid` is an existing partition of vdisk 0. */
 function routes(pid: string): Route[] {
   const none = (path: string): Route => ({ method: 'GET', path, need: 0 });
   const readRest = (path: string): Route => ({ method: 'GET', path, need: RR });

@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t, { Test } from 'tap';
 import { Engine } from '../../src/engine/engine';
-import { blobFiles, copyPartition, flipByte, recordsIn } from '../helpers/blob-files';
+import { blobFiles, blobFormatOf, copyPartition, flipByte, FORMAT1_FIXTURE, recordsIn } from '../helpers/blob-files';
 import { startNode, writeCluster } from '../helpers/oysterd';
-import { keyOf, valueOf } from '../helpers/records';
+import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 import { oyster, OYSTER } from './lib';
 
@@ -25,9 +25,9 @@ const sizeOf = (i: number) => 64 + i;
 async function writePartition(dir: string, crash = false): Promise<void> {
   const live = crash ? path.join(dir, '..', `${path.basename(dir)}.live`) : dir;
   const e = await Engine.open(live, { blobFilePrefix: PREFIX, maxDataInBlob: 20 });
-  for (let i = 0; i < N; i++) await e.put(keyOf(i), 100 + i, valueOf(i, 1, sizeOf(i)));
-  await e.delete(keyOf(3), 200);
-  await e.put(keyOf(4), 300, valueOf(4, 2, 99));
+  for (let i = 0; i < N; i++) await e.put(keyOf(i), ver(100 + i, 1_700_000_000_000_000 + i, 1), valueOf(i, 1, sizeOf(i)));
+  await e.delete(keyOf(3), ver(200));
+  await e.put(keyOf(4), ver(300), valueOf(4, 2, 99));
   if (crash) copyPartition(live, dir);
   await e.close();
 }
@@ -66,7 +66,7 @@ function fingerprint(dir: string): string[] {
 }
 
 interface CheckJson {
-  partitions: Array<{ dir: string; keySize: number; blobs: Array<Record<string, unknown>>; problems: Array<{ file: string; text: string }>; notes: Array<{ text: string }> }>;
+  partitions: Array<{ dir: string; keySize: number; blobs: Array<Record<string, unknown>>; problems: Array<{ file: string; text: string }>; notes: Array<{ file: string; text: string }> }>;
   problems: number;
 }
 
@@ -94,7 +94,12 @@ t.test('a clean partition: check passes, info shows the headers and counts', asy
   const info = await oyster(['blob', 'info', dir]);
   t.equal(info.code, 0);
   t.match(info.stdout, `${dir}: 3 blobs, key size 16\n  ${PREFIX}.1.blob: `);
-  t.match(info.stdout, /index bob_t\.1\.index: 8\.0 KiB, 20 entries for 20 records, 1 blocks of 4096 B, bloom 1 x 64 B with 6 probes, timestamps 100\.\.119, blob size \d+: valid/);
+  t.match(info.stdout, `${PREFIX}.1.blob: `);
+  t.match(info.stdout, /format 2, key size 16, id 1\n/);
+  t.match(
+    info.stdout,
+    /index bob_t\.1\.index: 8\.0 KiB, format 2, 20 entries for 20 records, 1 blocks of 4096 B, bloom 1 x 64 B with 6 probes, timestamps 100\.\.119, newest 119\.1700000000000019@1, largest tick 1700000000000019, blob size \d+: valid/,
+  );
   t.notMatch(info.stdout, 'records 20', 'counts only with --full');
 
   const full = JSON.parse((await oyster(['blob', 'info', '--full', '--json', dir])).stdout) as { partitions: Array<{ blobs: Array<Record<string, number>> }> };
@@ -102,7 +107,8 @@ t.test('a clean partition: check passes, info shows the headers and counts', asy
   t.same(blobs.map((b) => b.records), [20, 20, 12]);
   t.same(blobs.map((b) => b.keys), [20, 20, 12]);
   t.same(blobs.map((b) => b.tombstones), [0, 0, 1]);
-  t.same([blobs[0].minTimestamp, blobs[2].maxTimestamp], [100, 300]);
+  t.same([blobs[0].minTimestamp, blobs[2].maxTimestamp, blobs[2].maxTick], [100, 300, 1_700_000_000_000_049]);
+  t.same(blobs.map((b) => b.version), [2, 2, 2]);
 
   const one = await oyster(['blob', 'check', '-v', path.join(dir, `${PREFIX}.2.blob`)]);
   t.equal(one.code, 0, 'a single blob file');
@@ -180,7 +186,7 @@ t.test('damaged records and index files: check reports them, recover saves what 
       t.equal(fs.statSync(path.join(dir, f)).uid, 4321, `${f} belongs to the directory's owner`);
     }
   }
-  t.equal(fs.readFileSync(path.join(dir, 'corrupted', `${PREFIX}.1.blob`)).length, fs.statSync(path.join(out, `${PREFIX}.1.blob`)).size + 36 + 16 + sizeOf(5));
+  t.equal(fs.readFileSync(path.join(dir, 'corrupted', `${PREFIX}.1.blob`)).length, fs.statSync(path.join(out, `${PREFIX}.1.blob`)).size + 44 + 16 + sizeOf(5));
   const after = await checkJson(t, dir, 1);
   t.same(after.partitions[0].problems.map((p) => p.file), [`${PREFIX}.7.index.tmp`], 'only the leftover the engine removes is left');
   t.same(after.partitions[0].notes.map((n) => n.text), [`1 file quarantined earlier: ${PREFIX}.1.blob`]);
@@ -206,7 +212,7 @@ t.test('a torn tail of the active blob after a crash', async (t) => {
   t.notOk(fs.existsSync(path.join(dir, `${PREFIX}.3.index`)), 'the active blob stays active');
   const e = await Engine.open(dir, { blobFilePrefix: PREFIX });
   t.equal(e.recovery.bytesTruncated, 0, 'nothing left to cut');
-  await e.put(keyOf(60), 400, Buffer.from('after'));
+  await e.put(keyOf(60), ver(400), Buffer.from('after'));
   t.equal((await e.stats()).activeBlobId, 3, 'writes continue in the same blob');
   await e.close();
 });
@@ -244,7 +250,7 @@ t.test('an index that passes its own checks but describes other records', async 
   // Same record sizes and ids, other keys: an index file that fits the blob's size.
   const other = path.join(base, 'other');
   const e = await Engine.open(other, { blobFilePrefix: PREFIX, maxDataInBlob: 20 });
-  for (let i = 0; i < 20; i++) await e.put(keyOf(1000 + i), 100 + i, valueOf(1000 + i, 1, sizeOf(i)));
+  for (let i = 0; i < 20; i++) await e.put(keyOf(1000 + i), ver(100 + i, 1_700_000_000_000_000 + i, 1), valueOf(1000 + i, 1, sizeOf(i)));
   await e.close();
   fs.copyFileSync(path.join(other, `${PREFIX}.1.index`), path.join(dir, `${PREFIX}.1.index`));
   const report = await checkJson(t, dir, 1);
@@ -271,6 +277,57 @@ t.test('a pearl blob is reported and left alone', async (t) => {
   t.equal(r.code, 1, 'not everything could be recovered');
   t.match(r.stdout, `${PREFIX}.9.blob: skipped (a pearl (bob) blob file, not Oyster's format)`);
   t.same(fs.readFileSync(path.join(dir, `${PREFIX}.9.blob`)), pearl);
+});
+
+t.test('a partition of format 1 (the previous engine\'s): checked clean, described, recovered into format 2', async (t) => {
+  const base = tempDir(t);
+  const dir = path.join(base, 'part');
+  copyPartition(FORMAT1_FIXTURE, dir);
+  const before = fingerprint(dir);
+  const report = await checkJson(t, dir, 0);
+  t.same(report.partitions[0].problems, [], 'older formats are no problem');
+  t.same(report.partitions[0].notes.map((n) => `${n.file}: ${n.text}`), [
+    'oyster.1.index: index format 1, which this build no longer reads; the engine rebuilds it at open',
+    'oyster.2.blob: format 1: the engine indexes it at open and writes new records to a new blob of format 2',
+  ]);
+  t.same(report.partitions[0].blobs.map((b) => [b.version, b.records, b.index]), [
+    [1, 7, 'outdated'],
+    [1, 6, 'absent'],
+  ]);
+  const check = await oyster(['blob', 'check', dir]);
+  t.match(check.stdout, `${path.join(dir, 'oyster.1.index')}: note: index format 1`);
+  t.match(check.stdout, 'no problems');
+
+  const info = await oyster(['blob', 'info', '--full', dir]);
+  t.equal(info.code, 0);
+  t.match(info.stdout, 'oyster.1.blob: 445 B, format 1, key size 16, id 1\n');
+  t.match(info.stdout, 'records 7, keys 5, tombstones 1, corrupt 0, timestamps 1700000001..1700000013, largest tick 0');
+  t.match(info.stdout, 'index oyster.1.index: 8.0 KiB, outdated: index format 1');
+  t.match(info.stdout, 'oyster.2.blob: 437 B, format 1, key size 16, id 2, active\n');
+  t.same(fingerprint(dir), before, 'check and info changed nothing');
+
+  const out = path.join(base, 'out');
+  const r = await oyster(['blob', 'recover', dir, '--out', out]);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, 'oyster.1.blob: copied (format 1, written as format 2): 7 records kept; index written');
+  t.match(r.stdout, 'oyster.2.blob: copied (format 1, written as format 2): 6 records kept\n');
+  t.same(blobFiles(out).map(blobFormatOf), [2, 2]);
+  t.equal((await oyster(['blob', 'check', out])).code, 0, 'the copy checks clean');
+  const copy = await Engine.open(out);
+  const deleted = await copy.get(keyOf(5));
+  t.same(deleted, { kind: 'deleted', version: ver(1700000015) }, 'records keep their versions');
+  t.equal((await copy.stats()).activeBlobId, 2, 'written in format 2, the active blob takes writes again');
+  await copy.close();
+
+  // The engine upgrades the partition itself; then there is nothing to note.
+  const e = await Engine.open(dir);
+  await e.close();
+  const after = await checkJson(t, dir, 0);
+  t.same([after.partitions[0].problems, after.partitions[0].notes], [[], []]);
+  t.same(after.partitions[0].blobs.map((b) => [b.version, b.index, b.indexEntriesVerified]), [
+    [1, 'ok', true],
+    [1, 'ok', true],
+  ]);
 });
 
 t.test('a progress bar on a terminal only', async (t) => {

@@ -1,4 +1,4 @@
-// cluster_policy: simple (reference §4.5) on 3 nodes, 3 vdisks × 2 replicas,
+// cluster_policy: simple on 3 nodes, 3 vdisks × 2 replicas,
 // quorum 2: put, get and delete work through every node; a write or delete
 // needs `quorum` replicas — with one replica down it fails, and no alien copy
 // is made — while reads still succeed from the remaining replica.

@@ -2,7 +2,7 @@
 // background index builds: no lost or mixed-up values.
 import t from 'tap';
 import { Engine } from '../../src/engine/engine';
-import { keyOf, valueOf } from '../helpers/records';
+import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 
 t.test('concurrent writers and readers see consistent values', async (t) => {
@@ -22,11 +22,11 @@ t.test('concurrent writers and readers see consistent values', async (t) => {
   const writer = async (w: number) => {
     for (let round = 1; round <= ROUNDS; round++) {
       for (let n = w; n < KEYS; n += WRITERS) {
-        await e.put(keyOf(n, 8), round, valueOf(n, round, size(n, round)));
+        await e.put(keyOf(n, 8), ver(round, round * 1000 + w, 1), valueOf(n, round, size(n, round)));
         versions[n] = round;
         const r = await e.get(keyOf(n, 8));
         // The writer owns key n: its own latest write must be what it reads.
-        if (r?.kind !== 'found' || r.timestamp !== round || !r.value.equals(valueOf(n, round, size(n, round)))) mismatches++;
+        if (r?.kind !== 'found' || r.version.timestamp !== round || !r.value.equals(valueOf(n, round, size(n, round)))) mismatches++;
       }
     }
   };
@@ -40,7 +40,7 @@ t.test('concurrent writers and readers see consistent values', async (t) => {
       if (floor === 0 && r === null) continue;
       // Whatever version is read must be one written for this very key, and
       // not older than one acknowledged before the read started.
-      if (r?.kind !== 'found' || r.timestamp < floor || !r.value.equals(valueOf(n, r.timestamp, size(n, r.timestamp)))) {
+      if (r?.kind !== 'found' || r.version.timestamp < floor || !r.value.equals(valueOf(n, r.version.timestamp, size(n, r.version.timestamp)))) {
         mixed++;
       }
     }
@@ -56,7 +56,7 @@ t.test('concurrent writers and readers see consistent values', async (t) => {
   t.equal(st.records, KEYS * ROUNDS);
   t.ok(st.blobs >= (KEYS * ROUNDS) / 500, `${st.blobs} blobs after rotations`);
   const results = await e.exists(Array.from({ length: KEYS }, (_, n) => keyOf(n, 8)));
-  t.ok(results.every((r) => r?.kind === 'found' && r.timestamp === ROUNDS), 'exists sees the last version of every key');
+  t.ok(results.every((r) => r?.kind === 'found' && r.version.timestamp === ROUNDS), 'exists sees the last version of every key');
   await e.close();
 
   const again = await Engine.open(dir, { maxDataInBlob: 500, keySize: 8 });

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
 import { Engine } from '../../src/engine/engine';
-import { keyOf, sizeOf, valueOf } from '../helpers/records';
+import { keyOf, sizeOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 
 const writer = path.join(__dirname, '..', 'helpers', 'engine-writer.js');
@@ -70,7 +70,7 @@ for (const sync of [false, true]) {
     t.equal(lost, 0, 'no acknowledged write is missing');
     t.equal(wrong, 0, 'every value is byte-exact');
     // The engine goes on from the recovered state.
-    await e.put(keyOf(10_000_000), 1, Buffer.from('after recovery'));
+    await e.put(keyOf(10_000_000), ver(1), Buffer.from('after recovery'));
     await e.close();
     const again = await Engine.open(dir, { maxDataInBlob: 700 });
     t.equal(again.recovery.blobsScanned, 0, 'after a clean close nothing is rescanned');

@@ -2,17 +2,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { Test } from 'tap';
-import { Engine, EngineErrorCode, isEngineError } from '../../src/engine/engine';
+import { Engine, EngineError, EngineErrorCode, engineInfo, isEngineError } from '../../src/engine/engine';
 import { blobFiles, copyPartition, flipByte, indexFiles, recordsIn } from '../helpers/blob-files';
-import { keyOf, valueOf } from '../helpers/records';
+import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 
 const N = 20;
 const sizeOfRecord = (i: number) => (i === N - 1 ? 1024 : 64 + i);
+// Stamped as a coordinator would: tick and node travel with every record.
+const versionOf = (i: number) => ver(100 + i, 1_700_000_000_000_000 + i, 7);
 
 async function writeRecords(dir: string, opts = {}): Promise<Engine> {
   const e = await Engine.open(dir, opts);
-  for (let i = 0; i < N; i++) await e.put(keyOf(i), 100 + i, valueOf(i, 1, sizeOfRecord(i)));
+  for (let i = 0; i < N; i++) await e.put(keyOf(i), versionOf(i), valueOf(i, 1, sizeOfRecord(i)));
   return e;
 }
 
@@ -52,7 +54,7 @@ t.test('truncating the active blob at every offset inside its last record keeps 
     ok &&= (await r.get(keyOf(N - 1))) === null;
     if (cut === last.offset + 7) {
       // Writing goes on at the cut: a new record lands where the torn one began.
-      await r.put(keyOf(N - 1), 500, Buffer.from('rewritten'));
+      await r.put(keyOf(N - 1), ver(500), Buffer.from('rewritten'));
       await r.close();
       const again = await Engine.open(dir);
       const got = await again.get(keyOf(N - 1));
@@ -104,11 +106,11 @@ t.test('a flipped value byte is reported as corruption for that key only', async
       (x: unknown) => x,
     );
     t.ok(isEngineError(err, EngineErrorCode.corruption), `${closed ? 'indexed' : 'rescanned'} blob: get reports corruption`);
-    t.equal((err as { timestamp?: number } | null)?.timestamp, 105, 'the error carries the record timestamp');
+    t.same((err as EngineError | null)?.version, versionOf(5), 'the error carries the version of the damaged record');
     await expectRecords(t, r, [0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 19], [], 'the other records read fine');
     t.equal((await r.stats()).corruptReads, 1, 'the corrupt read is counted');
-    t.same(await r.exists([keyOf(5)]), [{ kind: 'found', timestamp: 105 }], 'exists does not read values');
-    await r.put(keyOf(5), 106, Buffer.from('repaired'));
+    t.same(await r.exists([keyOf(5)]), [{ kind: 'found', version: versionOf(5) }], 'exists does not read values');
+    await r.put(keyOf(5), ver(106), Buffer.from('repaired'));
     const fixed = await r.get(keyOf(5));
     t.equal(fixed?.kind === 'found' && fixed.value.toString(), 'repaired', 'a newer write replaces the damaged record');
     await r.close();
@@ -156,7 +158,7 @@ t.test('garbage index files are rebuilt on open', async (t) => {
     const size = fs.statSync(f).size;
     if (i === 0) fs.writeFileSync(f, Buffer.alloc(size, 0x77)); // same size, garbage
     else if (i === 1) fs.truncateSync(f, 100); // cut short
-    else flipByte(f, 140); // one byte in the fences
+    else flipByte(f, engineInfo.format.indexHeaderSize + 6); // one byte in the fences
   }
   const r = await Engine.open(dir, { maxDataInBlob: 4 });
   t.equal(r.recovery.indexesLoaded, 0);
@@ -180,7 +182,7 @@ t.test('leftovers of interrupted work are cleaned up', async (t) => {
   const r = await Engine.open(dir, { maxDataInBlob: 10 });
   t.equal(r.recovery.filesRemoved, 3);
   t.same(fs.readdirSync(dir).sort(), ['notes.txt', 'oyster.1.blob', 'oyster.1.index', 'oyster.2.blob', 'oyster.2.index']);
-  await r.put(keyOf(99), 1, Buffer.from('x'));
+  await r.put(keyOf(99), ver(1), Buffer.from('x'));
   t.equal((await r.stats()).activeBlobId, 11, 'ids of removed files are not reused');
   await r.close();
 });

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import t, { Test } from 'tap';
 import { Engine, engineInfo } from '../../src/engine/engine';
 import { blobFiles, indexFiles } from '../helpers/blob-files';
-import { keyOf, valueOf } from '../helpers/records';
+import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 
 async function indexesWritten(e: Engine): Promise<void> {
@@ -30,7 +30,7 @@ t.test('rotation by record count, and a reopen that uses the index files', async
   const dir = tempDir(t);
   const opts = { maxDataInBlob: 100 };
   let e = await Engine.open(dir, opts);
-  await Promise.all(Array.from({ length: 1050 }, (_, i) => e.put(keyOf(i), 10 + i, valueOf(i, 1, 100))));
+  await Promise.all(Array.from({ length: 1050 }, (_, i) => e.put(keyOf(i), ver(10 + i), valueOf(i, 1, 100))));
   await indexesWritten(e);
   const st = await e.stats();
   t.equal(st.blobs, 11, '10 full blobs and the active one');
@@ -47,7 +47,7 @@ t.test('rotation by record count, and a reopen that uses the index files', async
   t.equal(e.recovery.blobsScanned, 0, 'no blob is rescanned');
   t.equal((await e.stats()).activeBlobId, null, 'no active blob until the next write');
   await checkAll(t, e, 1050, () => 100);
-  await e.put(keyOf(5000), 9999, valueOf(5000, 1, 10));
+  await e.put(keyOf(5000), ver(9999), valueOf(5000, 1, 10));
   t.equal((await e.stats()).activeBlobId, 12, 'a write starts a new blob; ids are never reused');
   t.equal(await e.recordsCount(), 1051);
   await e.close();
@@ -58,8 +58,8 @@ t.test('rotation by size keeps every blob within max_blob_size', async (t) => {
   const maxBlobSize = 64 * 1024;
   const e = await Engine.open(dir, { maxBlobSize, keySize: 16 });
   const n = 300;
-  for (let i = 0; i < n; i++) await e.put(keyOf(i), 1, valueOf(i, 1, 1000));
-  await e.put(keyOf(n), 1, valueOf(n, 1, 100 * 1024)); // larger than a blob: gets one of its own
+  for (let i = 0; i < n; i++) await e.put(keyOf(i), ver(1), valueOf(i, 1, 1000));
+  await e.put(keyOf(n), ver(1), valueOf(n, 1, 100 * 1024)); // larger than a blob: gets one of its own
   await e.close();
   const recordSize = engineInfo.format.recordFixedSize + 16 + 1000;
   const perBlob = Math.floor((maxBlobSize - engineInfo.format.blobHeaderSize) / recordSize);
@@ -77,14 +77,14 @@ t.test('rotation by size keeps every blob within max_blob_size', async (t) => {
 t.test('closeActiveBlob seals the blob and writes its index at once', async (t) => {
   const dir = tempDir(t);
   const e = await Engine.open(dir);
-  await e.put(keyOf(1), 1, Buffer.from('a'));
+  await e.put(keyOf(1), ver(1), Buffer.from('a'));
   await e.closeActiveBlob();
   t.equal(indexFiles(dir).length, 1);
   const st = await e.stats();
   t.equal(st.activeBlobId, null);
   t.equal(st.blobsInMemory, 0);
   await e.closeActiveBlob(); // nothing active: a no-op
-  await e.put(keyOf(1), 2, Buffer.from('b'));
+  await e.put(keyOf(1), ver(2), Buffer.from('b'));
   const r = await e.get(keyOf(1));
   t.equal(r?.kind === 'found' && r.value.toString(), 'b');
   await e.close();

@@ -3,29 +3,56 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { engineInfo } from '../../src/engine/engine';
+import { Version } from '../../src/model/version';
 
 export interface RecordLocation {
   offset: number;
   headerSize: number;
   valueSize: number;
-  timestamp: number;
+  version: Version;
+  tombstone: boolean;
   key: Buffer;
 }
 
-/** Walks a blob file record by record (stops at the first malformed header). */
+/** The blob format a blob file's header states (1 or 2). */
+export function blobFormatOf(blobPath: string): number {
+  const fd = fs.openSync(blobPath, 'r');
+  try {
+    const b = Buffer.alloc(12);
+    fs.readSync(fd, b, 0, 12, 0);
+    return b.readUInt32LE(8);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Walks a blob file record by record (stops at the first malformed header).
+ * Format 2 records have a 44 + K byte header with the stamp at 24; format 1
+ * (the previous engine's) 36 + K bytes without a stamp.
+ */
 export function recordsIn(blobPath: string, keySize: number): RecordLocation[] {
   const data = fs.readFileSync(blobPath);
-  const headerSize = engineInfo.format.recordFixedSize + keySize;
+  const format = data.readUInt32LE(8);
+  const fixed = format === 1 ? 36 : engineInfo.format.recordFixedSize;
+  const keyAt = fixed - 8;
+  const headerSize = fixed + keySize;
   const out: RecordLocation[] = [];
   let off = engineInfo.format.blobHeaderSize;
   while (off + headerSize <= data.length && data.readUInt32LE(off) === 0x4352594f) {
-    const valueSize = data.readUInt32LE(off + 24);
+    const valueSize = data.readUInt32LE(off + keyAt - 4);
+    const stamp = format === 1 ? 0n : data.readBigUInt64LE(off + 24);
     out.push({
       offset: off,
       headerSize,
       valueSize,
-      timestamp: Number(data.readBigUInt64LE(off + 16)),
-      key: Buffer.from(data.subarray(off + 28, off + 28 + keySize)),
+      version: {
+        timestamp: Number(data.readBigUInt64LE(off + 16)),
+        tick: Number(stamp >> 12n),
+        node: Number(stamp & 0xfffn),
+      },
+      tombstone: (data[off + 4] & 1) === 1,
+      key: Buffer.from(data.subarray(off + keyAt, off + keyAt + keySize)),
     });
     off += headerSize + valueSize;
   }
@@ -46,6 +73,12 @@ export function indexFiles(dir: string): string[] {
     .filter((n) => n.endsWith('.index'))
     .map((n) => path.join(dir, n));
 }
+
+/**
+ * A partition written by the previous engine (blob format 1, a version-1
+ * index, an active blob without index): test/fixtures/format-1/README.md.
+ */
+export const FORMAT1_FIXTURE = path.resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'format-1', 'partition');
 
 /** Copies the regular files of a partition directory: a crash image while the engine keeps running. */
 export function copyPartition(from: string, to: string): void {

@@ -1,11 +1,12 @@
 // A write load in a child process, for crash tests: writes keys 0, 1, 2, ...
 // (every 5th key twice, the second time as version 2, every 7th deleted
-// afterwards) with `concurrency` writes in flight, and prints "<n> <version>"
-// for every write once it is acknowledged (a tombstone prints version 0).
+// afterwards; each write of a key at a later tick of the same second) with
+// `concurrency` writes in flight, and prints "<n> <version>" for every write
+// once it is acknowledged (a tombstone prints version 0).
 // The parent kills it with SIGKILL at a moment of its choosing.
 // Usage: node engine-writer.js <dir> <syncWrites 0|1> <concurrency> <maxDataInBlob>
 import { Engine } from '../../src/engine/engine';
-import { keyOf, sizeOf, valueOf } from './records';
+import { keyOf, sizeOf, valueOf, ver } from './records';
 
 async function main(): Promise<void> {
   const [dir, sync, concurrency, maxDataInBlob] = process.argv.slice(2);
@@ -14,14 +15,14 @@ async function main(): Promise<void> {
   const worker = async (): Promise<void> => {
     for (;;) {
       const n = next++;
-      await e.put(keyOf(n), 1000 + n, valueOf(n, 1, sizeOf(n, 8192)));
+      await e.put(keyOf(n), ver(1000 + n), valueOf(n, 1, sizeOf(n, 8192)));
       process.stdout.write(`${n} 1\n`);
       if (n % 5 === 0) {
-        await e.put(keyOf(n), 1000 + n, valueOf(n, 2, sizeOf(n + 1, 8192)));
+        await e.put(keyOf(n), ver(1000 + n, 2), valueOf(n, 2, sizeOf(n + 1, 8192)));
         process.stdout.write(`${n} 2\n`);
       }
       if (n % 7 === 0) {
-        await e.delete(keyOf(n), 1000 + n);
+        await e.delete(keyOf(n), ver(1000 + n, 3));
         process.stdout.write(`${n} 0\n`);
       }
     }

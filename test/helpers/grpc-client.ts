@@ -1,17 +1,32 @@
-// A bob_storage.BobApi client for tests, built from src/grpc/bob.proto with
-// @grpc/grpc-js + @grpc/proto-loader as bob's own clients are built from the
-// proto. It is loaded here, independently of src/grpc, so that the tests
-// check the wire protocol rather than our own wrappers. For malformed
-// requests it also sends hand-encoded protobuf bytes (see `pb`) through a
-// client whose (de)serializers pass bytes through unchanged.
+// A bob_storage.BobApi client for tests, built with @grpc/grpc-js +
+// @grpc/proto-loader as bob's own clients are built from bob's proto: that
+// is src/grpc/bob.proto without the oyster_* fields Oyster peers add. It is
+// loaded here, independently of src/grpc, so that the tests check the wire
+// protocol rather than our own wrappers. For malformed requests it also sends
+// hand-encoded protobuf bytes (see `pb`) through a client whose
+// (de)serializers pass bytes through unchanged.
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 // dist/test/helpers/grpc-client.js -> <package root>/src/grpc/bob.proto
-const PROTO = path.resolve(__dirname, '..', '..', '..', 'src', 'grpc', 'bob.proto');
+const OYSTER_PROTO = path.resolve(__dirname, '..', '..', '..', 'src', 'grpc', 'bob.proto');
 
-const definition = protoLoader.loadSync(PROTO, {
+/** bob's own proto: Oyster's proto without the fields Oyster adds (and their comments). */
+export function bobProto(): string {
+  const file = path.join(os.tmpdir(), `oyster-test-bob-${process.pid}.proto`);
+  if (!fs.existsSync(file)) {
+    const lines = fs.readFileSync(OYSTER_PROTO, 'utf8').split('\n');
+    const kept = lines.filter((l) => !/^\s*\/\//.test(l) && !l.includes('oyster_'));
+    fs.writeFileSync(file, kept.join('\n'));
+    process.once('exit', () => fs.rmSync(file, { force: true }));
+  }
+  return file;
+}
+
+const definition = protoLoader.loadSync(bobProto(), {
   keepCase: true,
   longs: String, // u64 timestamps as decimal strings: nothing above 2^53 is rounded
   enums: Number,
@@ -54,8 +69,11 @@ export class BobClient {
   constructor(
     readonly address: string,
     private readonly deadlineMs = 10_000,
+    /** 'default': grpc-js's own limits (4 MiB messages), as an unconfigured client has. */
+    limits: 'unlimited' | 'default' = 'unlimited',
   ) {
-    const opts = { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1, 'grpc.enable_retries': 0 };
+    const opts =
+      limits === 'default' ? {} : { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1, 'grpc.enable_retries': 0 };
     this.client = new BobApi(address, grpc.credentials.createInsecure(), opts) as grpc.Client & Record<string, Unary>;
     this.raw = new grpc.Client(address, grpc.credentials.createInsecure(), opts);
   }

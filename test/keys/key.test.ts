@@ -1,4 +1,4 @@
-// REST key formats (reference §8.3) and key normalisation.
+// REST key formats and key normalisation.
 import t from 'tap';
 import { KeyError, keyToDecimal, keyToHex, normalizeKey, parseRestKey } from '../../src/keys/key';
 

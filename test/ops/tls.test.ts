@@ -1,4 +1,4 @@
-// TLS (node.yaml `tls`, reference §1.4) with certificates made by openssl at
+// TLS (node.yaml `tls`) with certificates made by openssl at
 // test time: a CA, and a node certificate for the domain_name and 127.0.0.1.
 // tls.rest serves the REST API over https; tls.grpc serves gRPC over TLS and
 // makes the nodes call each other over TLS (checking the peer certificate

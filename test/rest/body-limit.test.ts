@@ -1,4 +1,4 @@
-// node.yaml http_max_body_size (DESIGN §7): a POST /data body above the limit
+// node.yaml http_max_body_size: a POST /data body above the limit
 // is refused with 413 and a StatusExt body, whether its size is announced
 // (Content-Length) or not (chunked), and the node stays healthy.
 import http from 'node:http';

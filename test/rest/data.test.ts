@@ -1,5 +1,5 @@
-// GET/HEAD/POST/DELETE /data/{key} (DESIGN §7), the REST key formats and
-// their equivalences (DESIGN §2), key-size bounds for key_size 8, 16 and 32,
+// GET/HEAD/POST/DELETE /data/{key}, the REST key formats and
+// their equivalences, key-size bounds for key_size 8, 16 and 32,
 // and key -> vdisk placement checked through /vdisks/{id}/records/count.
 import t, { Test } from 'tap';
 import { Client, client, decimalKeyHex, failure, isJson, startRestNode, statusExt } from './lib/node';

@@ -1,4 +1,4 @@
-// Disks over REST (DESIGN §5, §7): POST /disks/{name}/stop|start, writes for
+// Disks over REST: POST /disks/{name}/stop|start, writes for
 // a stopped disk going to this node's alien directory, a disk directory
 // removed under a write load (NotReady, the node keeps serving, writes still
 // succeed through the alien directory) and brought back automatically once
@@ -85,7 +85,7 @@ t.test('stop and start by hand', async (t) => {
     statusExt(t, await api.post('/disks/d2/start'), 200, true, "all disk controllers for disk 'd2' successfully started");
     t.same(await active(api), { d1: true, d2: true, alien: true });
     t.equal((await api.get('/data/1')).text, 'before');
-    // The alien copy is read where it is, or on d2 once handed over (DESIGN §6).
+    // The alien copy is read where it is, or on d2 once handed over.
     t.equal((await api.get('/data/5')).text, 'during', 'the record written while stopped is found');
     const before = await api.json<number>('/vdisks/1/records/count');
     t.ok(before >= 1, 'the record written before the stop is on d2');
@@ -107,7 +107,7 @@ t.test('stop and start by hand', async (t) => {
     t.equal((await api.post('/data/3', 'd2 still writes')).status, 201, 'vdisk 3 on d2 is served');
     const r = await api.post('/data/0', 'nowhere to go');
     t.not(r.status, 201, 'no replica and no alien directory: the write fails');
-    t.equal(r.status, 503, 'a disk that is not ready is 503 (DESIGN §7)');
+    t.equal(r.status, 503, 'a disk that is not ready is 503');
     failure(t, r, r.status, undefined, 'the failed write');
     statusExt(t, await api.post('/disks/d1/start'), 200, true);
     t.same(await active(api), { d1: true, d2: true, alien: true });
@@ -193,7 +193,7 @@ t.test('a disk directory removed under a write load', async (t) => {
     await waitFor('d2 to come back', async () => (await active(api)).d2, 12_000, 200);
     t.same(await active(api), { d1: true, d2: true, alien: true });
     // Records written meanwhile are read from the alien directory, or from d2
-    // once handed over to it (DESIGN §6).
+    // once handed over to it.
     for (const k of [5, 7, 9, 11]) t.equal((await api.get(`/data/${k}`)).text, `alien ${k}`, `record ${k} of the outage still read`);
     let bad = 0;
     for (const { key } of acked.filter((a) => a.key % 2 === 1 && a.afterRemoval)) if ((await api.get(`/data/${key}`)).text !== `load ${key}`) bad++;

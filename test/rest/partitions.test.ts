@@ -1,4 +1,4 @@
-// Time partitions over REST with a 2 s timestamp_period (DESIGN §4, §7):
+// Time partitions over REST with a 2 s timestamp_period:
 // roll-over into new partition directories, /vdisks/{id}/partitions[/{id}],
 // detach/attach (PUT and POST) and DELETE by timestamp with their 404/409/400
 // answers, the active partition's protection, DELETE /blobs/outdated, and a

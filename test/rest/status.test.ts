@@ -2,7 +2,7 @@
 // runs): /status, /nodes, /metadata/distrfunc, /vdisks, /vdisks/{id},
 // /disks/list, /alien, /alien/dir, /vdisks/{id}/replicas/local/dirs,
 // /status/space, /version, /configuration, /metrics, and the StatusExt
-// answers for unknown routes (404) and wrong methods (405). DESIGN §7.
+// answers for unknown routes (404) and wrong methods (405).
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';

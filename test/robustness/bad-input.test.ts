@@ -111,7 +111,7 @@ function tsParam(raw: string): number | 'bad' | 'huge' {
   return BigInt(d) > BigInt(Number.MAX_SAFE_INTEGER) ? 'huge' : Number(BigInt(d));
 }
 
-/** The REST forms of a key (DESIGN §2), for valid requests. */
+/** The REST forms of a key, for valid requests. */
 function keyForms(key: Buffer): string[] {
   let n = 0n;
   for (let i = key.length - 1; i >= 0; i--) n = (n << 8n) | BigInt(key[i]);

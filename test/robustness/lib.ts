@@ -1,6 +1,6 @@
 // Shared by the robustness tests: an HTTP client on a keep-alive agent, a raw
 // socket exchange with a strict response parser, the StatusExt check, an
-// independent reading of DESIGN §2 (REST key forms) and a seeded PRNG.
+// independent reading of the REST key forms and a seeded PRNG.
 import http from 'node:http';
 import net from 'node:net';
 
@@ -208,7 +208,7 @@ export function parseResponses(buf: Buffer, methods: string[]): Omit<RawResult, 
 // ---------------------------------------------------------------- keys
 
 /**
- * DESIGN §2 read independently of src/keys: the key bytes a REST `{key}`
+ * The REST key forms (docs/API.md) read independently of src/keys: the key bytes a REST `{key}`
  * (already percent-decoded) names, or null for a 400 (bad form or overflow).
  */
 export function oracleKey(text: string, keySize: number): Buffer | null {

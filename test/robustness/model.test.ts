@@ -1,9 +1,10 @@
 // bob's bobt over REST: 20 000 random GET / POST / DELETE / HEAD on 2 000
 // decimal keys with values of 0–100 000 bytes against one real node, each
 // answer checked against an in-memory model. 16 workers run at once; each
-// key belongs to one worker, so the model stays exact. REST writes carry
-// "now" in seconds, so put → delete → put on one key within a second must
-// resolve to the later write (DESIGN §3); bursts of those are mixed in.
+// key belongs to one worker, so the model stays exact. bob's timestamps are
+// whole seconds, so put → delete → put on one key within a second must
+// resolve to the later write by the rest of the version; bursts of those are
+// mixed in.
 // Set OYSTER_TEST_SEED to replay a run.
 import t from 'tap';
 import { startNode, writeCluster } from '../helpers/oysterd';
@@ -89,7 +90,7 @@ t.test('20 000 random operations agree with the model', async (t) => {
         const key = r.pick(mine);
         const x = r.next();
         if (x < 0.05 && perWorker - done >= 4) {
-          // Within one second: the later write wins on equal timestamps.
+          // Within one second: the later write wins on equal bob timestamps.
           await op(key, 'POST', r);
           await op(key, 'DELETE', r);
           await op(key, 'POST', r);

@@ -21,6 +21,15 @@ function indexName(b: BlobReport): string {
   return `${b.prefix}.${b.id}.index`;
 }
 
+// Older formats the engine reads and upgrades by itself: notes, not problems.
+function blobNotes(b: BlobReport, out: Finding[]): void {
+  if (b.header !== 'ok') return;
+  if (b.version === 1 && b.active) {
+    out.push({ file: b.name, text: 'format 1: the engine indexes it at open and writes new records to a new blob of format 2' });
+  }
+  if (b.index === 'outdated') out.push({ file: indexName(b), text: `${b.indexProblem}; the engine rebuilds it at open` });
+}
+
 function blobProblems(b: BlobReport, out: Finding[]): void {
   const add = (text: string, file = b.name): void => {
     out.push({ file, text });
@@ -70,6 +79,7 @@ export function findingsOf(p: PartitionReport): Findings {
   for (const f of p.orphanIndexes) problems.push({ file: f, text: 'index of a blob that is not there; the engine removes it at open' });
   for (const f of p.tempIndexes) problems.push({ file: f, text: 'unfinished index build; the engine removes it at open' });
   const notes: Finding[] = [];
+  for (const b of p.blobs) blobNotes(b, notes);
   if (p.quarantined.length > 0) {
     notes.push({ file: 'corrupted/', text: `${plural(p.quarantined.length, 'file')} quarantined earlier: ${p.quarantined.join(', ')}` });
   }

@@ -4,6 +4,7 @@
 // directory lock and refuse a partition a node has open.
 import fs from 'node:fs';
 import path from 'node:path';
+import { formatVersion } from '../../model/version';
 import { findingsOf } from './blob-findings';
 import { Command, integerOption, parseOptions, printHelp } from './command';
 import { ExitCode, Failure, UsageError } from './exit-codes';
@@ -62,7 +63,9 @@ blob, changing nothing (files are opened read-only). Reports records whose
 checksum fails, damaged regions, torn tails, unreadable headers, index files
 that are missing, damaged, stale or wrong, and leftovers of interrupted
 index builds, each with what the engine does about it at open. Problems are
-printed one per line as "<file>: <problem>", then a summary.
+printed one per line as "<file>: <problem>", then a summary. Files of an
+older format (format-1 blobs, version-1 index files) are readable: they are
+noted, not counted as problems, with what the engine does at open.
 
 ${PATHS_HELP}
 
@@ -111,16 +114,17 @@ function describeBlob(b: BlobReport): string[] {
   if (b.scanned) {
     lines.push(
       `    records ${b.records}, keys ${b.keys}, tombstones ${b.tombstones}, corrupt ${b.corruptRecords}` +
-        `${b.records ? `, timestamps ${b.minTimestamp}..${b.maxTimestamp}` : ''}` +
+        `${b.records ? `, timestamps ${b.minTimestamp}..${b.maxTimestamp}, largest tick ${b.maxTick}` : ''}` +
         `${b.skippedBytes ? `, damaged ${b.skippedBytes} B` : ''}${b.tailBytes ? `, tail ${b.tailBytes} B` : ''}`,
     );
   }
   const h = b.indexHeader;
   if (h) {
     lines.push(
-      `    index ${b.prefix}.${b.id}.index: ${formatBytes(b.indexSize)}, ${h.entryCount} entries for ${h.recordsTotal} records, ` +
+      `    index ${b.prefix}.${b.id}.index: ${formatBytes(b.indexSize)}, format ${h.version}, ${h.entryCount} entries for ${h.recordsTotal} records, ` +
         `${h.blockCount} blocks of ${h.blockSize} B, bloom ${h.bloomBlocks} x 64 B with ${h.bloomProbes} probes, ` +
-        `timestamps ${h.minTimestamp}..${h.maxTimestamp}, blob size ${h.blobSize}: ${b.index === 'ok' ? 'valid' : `${b.index}: ${b.indexProblem}`}`,
+        `timestamps ${h.minTimestamp}..${h.maxTimestamp}, newest ${formatVersion({ timestamp: h.maxTimestamp, tick: h.newestTick, node: h.newestNode })}, ` +
+        `largest tick ${h.maxTick}, blob size ${h.blobSize}: ${b.index === 'ok' ? 'valid' : `${b.index}: ${b.indexProblem}`}`,
     );
   } else if (b.index !== 'absent') {
     lines.push(`    index ${b.prefix}.${b.id}.index: ${formatBytes(b.indexSize)}, ${b.index}: ${b.indexProblem}`);
@@ -134,10 +138,11 @@ export const blobInfo: Command = {
   help: `Usage: oyster blob info PATH... [--full] [--key-size BYTES] [--json]
 
 Prints, for every blob, its size, format version, key size and id, and the
-header of its index file (entries, records, blocks, bloom filter,
-timestamps, the blob size it describes) and whether the engine would accept
-it. With --full every blob is read through to count its records, keys,
-tombstones and damaged records. Nothing is changed.
+header of its index file (format, entries, records, blocks, bloom filter,
+timestamps, the newest version, the largest tick, the blob size it
+describes) and whether the engine would accept it. With --full every blob
+is read through to count its records, keys, tombstones and damaged records.
+Nothing is changed.
 
 ${PATHS_HELP}
 
@@ -190,9 +195,9 @@ export const blobRecover: Command = {
 
 Recovers what can be recovered, like bob's brt recovery: every intact
 record of a blob is copied into a new blob file (same name and id, records
-at their new offsets); records whose checksum fails, damaged regions and
-torn tails are left behind; blobs whose header is unreadable are read all
-the same. Index files are written for the new blobs (except the active
+at their new offsets, in format 2 whatever the blob's format, each with its
+version); records whose checksum fails, damaged regions and torn tails are
+left behind; blobs whose header is unreadable are read all the same. Index files are written for the new blobs (except the active
 blob, which stays the one the engine appends to).
 
   --out DIR         write a recovered copy of every partition under DIR

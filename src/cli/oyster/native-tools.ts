@@ -15,7 +15,8 @@ export interface ToolTask<T> {
 }
 
 export type HeaderState = 'ok' | 'short' | 'pearl' | 'corrupt' | 'unsupported-version' | 'wrong-id' | 'wrong-key-size';
-export type IndexState = 'absent' | 'ok' | 'invalid' | 'mismatch';
+/** 'outdated': an index of an older format, which the engine rebuilds at open (nothing is wrong). */
+export type IndexState = 'absent' | 'ok' | 'outdated' | 'invalid' | 'mismatch';
 
 export interface IndexHeaderInfo {
   version: number;
@@ -25,7 +26,12 @@ export interface IndexHeaderInfo {
   recordsTotal: number;
   entryCount: number;
   minTimestamp: number;
+  /** With newestTick and newestNode: the largest version in the blob. */
   maxTimestamp: number;
+  newestTick: number;
+  newestNode: number;
+  /** The largest tick of any record in the blob. */
+  maxTick: number;
   blockSize: number;
   blockCount: number;
   bloomBlocks: number;
@@ -41,6 +47,7 @@ export interface BlobReport {
   active: boolean;
   header: HeaderState;
   headerProblem: string;
+  /** The blob format (1 or 2); for an unreadable header, the one its records read in (0: unknown). */
   version: number;
   keySize: number;
   scanned: boolean;
@@ -56,6 +63,7 @@ export interface BlobReport {
   tailBytes?: number;
   minTimestamp?: number;
   maxTimestamp?: number;
+  maxTick?: number;
   index: IndexState;
   indexProblem: string;
   indexSize: number;

@@ -1,4 +1,4 @@
-// Authentication and the permission matrix on REST (reference §1.6–§1.7):
+// Authentication and the permission matrix on REST:
 // each route needs a permission; the credentials must carry it (401 without
 // usable credentials, 403 without the permission). Unknown routes and
 // methods are left to the router (404/405), as bob does.

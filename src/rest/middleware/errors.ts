@@ -19,7 +19,8 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   RequestFailedCompletely: 503,
   Failed: 503,
   Timeout: 503,
-  Storage: 500,
+  Storage: 503,
+  NoSpace: 507,
   Corruption: 500,
   Internal: 500,
 };

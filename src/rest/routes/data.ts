@@ -19,8 +19,7 @@ export function dataRoutes(d: RestDeps): Router {
       throw err;
     }
   };
-  const now = () => Math.floor(Date.now() / 1000);
-
+  // Coordinated like GET's: 503 when no replica of the key's vdisk could answer, never 404.
   router.head('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
     const [exists] = await d.data.exist([key]);
@@ -40,12 +39,12 @@ export function dataRoutes(d: RestDeps): Router {
   router.post('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
     const value = await readBody(ctx, d.bodyLimit);
-    await d.data.put(key, value, now());
+    await d.data.put(key, value);
     reply(ctx, 201, true, 'Created');
   });
 
   router.delete('/data/:key', async (ctx) => {
-    await d.data.delete(keyOf(ctx), now());
+    await d.data.delete(keyOf(ctx));
     reply(ctx, 200, true, 'Done');
   });
 
