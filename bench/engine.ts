@@ -13,8 +13,12 @@ import path from 'node:path';
 import { Engine, EngineStats, engineInfo, RecoveryReport } from '../src/engine/engine';
 import { arg, benchDir, fmt, machine, runWindow, table } from './lib';
 
-// Every put carries a version as a coordinator stamps it: bob's second, a tick and a node id.
-const VERSION = { timestamp: 1_700_000_000, tick: 1_700_000_000_000_000, node: 1 };
+// Every put carries a version as a coordinator stamps it: bob's second, the
+// next tick of its clock and its node id. (With one version for every record
+// a lookup could not skip older blobs: a tombstone of the same version would
+// win there.)
+const SECOND = 1_700_000_000;
+const version = (i: number) => ({ timestamp: SECOND, tick: SECOND * 1_000_000 + i, node: 1 });
 
 const RECORDS = arg('records', 1_000_000);
 const SYNC_RECORDS = arg('sync-records', 100_000);
@@ -84,7 +88,7 @@ async function putGet(rows: Row[]): Promise<void> {
   try {
     const base = await fsBaseline(dir, RECORDS, false);
     let e = await Engine.open(path.join(dir, 'p'), { keySize: KEY });
-    const putSec = await runWindow(RECORDS, CONCURRENCY, (i) => e.put(key(i), VERSION, valueFor(i)));
+    const putSec = await runWindow(RECORDS, CONCURRENCY, (i) => e.put(key(i), version(i), valueFor(i)));
     rows.push({ what: 'put 1 KiB (no sync)', ops: RECORDS, seconds: putSec, baseline: base.write });
 
     const order = shuffled(RECORDS);
@@ -105,7 +109,7 @@ async function putGet(rows: Row[]): Promise<void> {
 
     const sbase = await fsBaseline(dir, SYNC_RECORDS, true);
     const s = await Engine.open(path.join(dir, 's'), { keySize: KEY, syncWrites: true });
-    const syncSec = await runWindow(SYNC_RECORDS, CONCURRENCY, (i) => s.put(key(i), VERSION, valueFor(i)));
+    const syncSec = await runWindow(SYNC_RECORDS, CONCURRENCY, (i) => s.put(key(i), version(i), valueFor(i)));
     rows.push({ what: 'put 1 KiB, sync_writes (group commit)', ops: SYNC_RECORDS, seconds: syncSec, baseline: sbase.write });
     await s.close();
   } finally {
@@ -119,7 +123,7 @@ async function reopen(): Promise<string[]> {
   try {
     const small = Buffer.alloc(8, 1);
     const e = await Engine.open(dir, { keySize: KEY });
-    const wsec = await runWindow(REOPEN_RECORDS, 1024, (i) => e.put(key(i), VERSION, small));
+    const wsec = await runWindow(REOPEN_RECORDS, 1024, (i) => e.put(key(i), version(i), small));
     await e.close();
     out.push(`- loaded ${fmt(REOPEN_RECORDS)} records of 8 B in ${fmt(wsec, 1)} s (${fmt(REOPEN_RECORDS / wsec)} puts/s)`);
 
