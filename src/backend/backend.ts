@@ -98,8 +98,10 @@ export class Backend {
       if (r.status === 'fulfilled') continue;
       this.warnRateLimited(local[i].disk.name, { vdisk, err: (r.reason as Error).message }, 'local replica write failed; writing an alien copy');
       fallback ??= this.putAlien(this.selfName, vdisk, key, version, value).catch((alienErr: Error) => {
+        // Full disks everywhere: say so (507, RESOURCE_EXHAUSTED), not "unavailable".
+        const full = isOysterError(r.reason, 'NoSpace') && isOysterError(alienErr, 'NoSpace');
         throw new OysterError(
-          'RequestFailedCompletely',
+          full ? 'NoSpace' : 'RequestFailedCompletely',
           `Request failed on both stages local and alien: local error: ${(r.reason as Error).message}\nalien error: ${alienErr.message}`,
         );
       });

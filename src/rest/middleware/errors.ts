@@ -39,8 +39,9 @@ export function errorBodies(log: Logger) {
     } catch (err) {
       const status = statusOf(err);
       const msg = err instanceof Error ? err.message : String(err);
-      // Unavailability (503) is the state of a disk or peer, logged where it changes.
-      if (status >= 500 && status !== 503) log.error({ method: ctx.method, path: ctx.path, status, err: msg }, 'request failed');
+      // Unavailability (503) and a full disk (507) are the state of a disk or
+      // peer, logged where it changes or rate-limited where it is met.
+      if (status >= 500 && status !== 503 && status !== 507) log.error({ method: ctx.method, path: ctx.path, status, err: msg }, 'request failed');
       else log.debug({ method: ctx.method, path: ctx.path, status, err: msg }, 'request refused');
       reply(ctx, status, false, msg);
       return;
