@@ -8,21 +8,29 @@
 // replicas acknowledged; replicas that failed get alien copies on other
 // nodes (or here). As in bob, the PUT also succeeds below quorum when every
 // failed replica's copy was stored as an alien. A DELETE writes tombstones
-// the same way. A GET returns the newest record among the replicas' answers
-// (not the first answer, as bob does); a replica misses a write only when it
-// failed, and then an alien copy of the write exists, so when a replica
-// cannot answer (or none knows the key) the alien copies on the other nodes
-// are consulted too. When no replica of a vdisk could answer, GET and Exist
-// fail: absence is never reported for a key nobody could be asked about.
+// the same way.
+//
+// A GET asks one replica (this node when it is one) for the record and the
+// others for its version only, skips peers known to be down, and answers
+// once enough replicas answered that every acknowledged write is among them
+// (R + W > N), without waiting for the slowest; the value is fetched from
+// another replica only when that one holds a newer version. A replica misses
+// a write only when it failed, and then an alien copy exists, so when a
+// replica cannot answer (or none knows the key) the alien copies on the
+// other nodes are consulted too. Replicas that answered with an older record
+// get the newest one back (read repair). When no replica of a vdisk could
+// answer, GET and Exist fail: absence is never reported for a key nobody
+// could be asked about.
 import { errors, isOysterError, OysterError } from '../backend/errors';
-import { settleAll } from '../backend/settle';
-import { vdiskOf } from '../keys/distribution';
+import { keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
-import { compareRecords, KeyState, newerOf, StoredRecord, StoredValue, Version } from '../model/version';
+import { compareRecords, KeyState, StoredRecord, StoredValue, Version } from '../model/version';
 import { DataApi } from './data-api';
 import { LocalNode } from './local-node';
+import { Gathering } from './gathering';
 import { ExistAnswer, NodeApi } from './node-api';
+import { ReadRepair } from './read-repair';
 import { SupportNodes } from './support-nodes';
 import { Topology } from './topology';
 
@@ -36,6 +44,10 @@ export interface GrinderParts {
   quorum: number;
   policy: ClusterPolicy;
   clock: VersionClock;
+  /** Whether a node is reachable (the link manager's view; always true for this node). */
+  isAvailable: (node: string) => boolean;
+  /** Writes the newest record back to replicas a read found stale. */
+  repair?: ReadRepair;
   log: Logger;
   /** Called when no replica of a vdisk could answer a read (metrics hang on it). */
   onUnanswered?: (operation: 'get' | 'exist', vdisk: number) => void;
@@ -179,34 +191,103 @@ export class Grinder implements DataApi {
   async get(key: Buffer): Promise<StoredValue | null> {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
+    const self = this.topology.self.name;
     const localAliens = this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk);
     // This node the only replica and no alien copies to consult: a record
     // found here at once is the answer (a key found nowhere takes the long
     // way, which asks the other nodes for alien copies).
-    if (targets.length === 1 && targets[0] === this.topology.self.name && !localAliens) {
+    if (targets.length === 1 && targets[0] === self && !localAliens) {
       const now = this.parts.local.getNow(key);
       if (now) return now.kind === 'found' ? now : null;
     }
-    const reads = targets.map((n) => this.node(n).get(key, 'normal'));
-    if (localAliens) reads.push(this.parts.local.get(key, 'alien'));
-    const settled = await settleAll(reads);
-    const replicas = settled.slice(0, targets.length);
-    const answered = replicas.filter((s) => s.status === 'fulfilled').length;
-    if (answered === 0) throw this.unanswered('get', vdisk, replicas);
-    let newest: StoredRecord | null = null;
-    for (const s of settled) if (s.status === 'fulfilled') newest = newerOf(newest, s.value);
-    if (this.parts.policy === 'quorum' && (newest === null || answered < targets.length)) {
-      const others = await Promise.allSettled(this.otherNodes().map((n) => this.node(n).get(key, 'alien')));
-      for (const s of others) if (s.status === 'fulfilled') newest = newerOf(newest, s.value);
+    // Versions first: one replica — this node when it is one — is asked for
+    // the record, the others for its version; peers known to be down are
+    // not asked at all.
+    const up = targets.filter((n) => this.parts.isAvailable(n));
+    const primary = up.includes(self) ? self : up[keySpread(key) % Math.max(1, up.length)];
+    const replicas = new Gathering<ReplicaAnswer>(
+      up.map((n) => ({
+        node: n,
+        weight: this.topology.replicasOn(vdisk, n).length,
+        done: n === primary ? this.node(n).get(key, 'normal') : this.node(n).exist([key], 'normal').then((a) => a[0]),
+      })),
+    );
+    const aliensHere: Promise<StoredRecord | null> = localAliens ? this.parts.local.get(key, 'alien').catch(() => null) : Promise.resolve(null);
+    await replicas.until(this.readQuorum(vdisk, up));
+    if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
+
+    // Records in hand first: of equal versions, the one with its value is kept.
+    const records: ReplicaAnswer[] = [await aliensHere];
+    const versions: ReplicaAnswer[] = [];
+    for (const a of replicas.answers()) (a.node === primary ? records : versions).push(a.value);
+    // A replica misses a write only when it failed, and then an alien copy exists.
+    const missing = up.length < targets.length || replicas.failures().length > 0;
+    if (this.parts.policy === 'quorum' && (missing || newestAnswer([...records, ...versions]) === null)) records.push(...(await this.aliensElsewhere(key)));
+    // Answers of bob peers carry no version: their records are fetched.
+    for (const a of replicas.answers()) {
+      if (a.value !== null && a.value.version === null) records.push(await this.node(a.node).get(key, 'normal').catch(() => null));
     }
-    if (newest !== null) this.clock.observe(newest.version);
-    return newest?.kind === 'found' ? newest : null;
+    const newest = newestAnswer([...records, ...versions]);
+    const record = await this.withValue(key, newest, replicas);
+    if (record !== null) {
+      this.clock.observe(record.version);
+      void replicas.all.then(() => this.repairStale(key, record, replicas));
+    }
+    return record?.kind === 'found' ? record : null;
+  }
+
+  /**
+   * Replicas (by weight) a read waits for: enough that every set of them
+   * shares a replica with every set a write is acknowledged by (R + W > N,
+   * R at least the quorum), or every reachable one when fewer are.
+   */
+  private readQuorum(vdisk: number, up: string[]): number {
+    const all = this.topology.vdisk(vdisk)?.replicas.length ?? 0;
+    const reachable = up.reduce((a, n) => a + this.topology.replicasOn(vdisk, n).length, 0);
+    return Math.min(Math.max(this.parts.quorum, all - this.parts.quorum + 1), reachable);
+  }
+
+  /** The alien copies of key held on the other reachable nodes. */
+  private async aliensElsewhere(key: Buffer): Promise<StoredRecord[]> {
+    const others = this.otherNodes().filter((n) => this.parts.isAvailable(n));
+    const settled = await Promise.allSettled(others.map((n) => this.node(n).get(key, 'alien')));
+    return settled.flatMap((s) => (s.status === 'fulfilled' && s.value !== null ? [s.value] : []));
+  }
+
+  /**
+   * The newest record with its value: the answer itself when it carries one,
+   * else fetched from a replica that reported that version (or a newer one,
+   * if a write came meanwhile).
+   */
+  private async withValue(key: Buffer, newest: ReplicaAnswer, replicas: Gathering<ReplicaAnswer>): Promise<StoredRecord | null> {
+    if (newest === null || newest.version === null) return null;
+    if (newest.kind === 'deleted' || 'value' in newest) return newest as StoredRecord;
+    const want = newest as KeyState;
+    let lastError: unknown = null;
+    for (const a of replicas.answers()) {
+      if (a.value === null || a.value.version === null || compareRecords(a.value as KeyState, want) !== 0) continue;
+      try {
+        const r = await this.node(a.node).get(key, 'normal');
+        if (r !== null && compareRecords(r, want) >= 0) return r;
+      } catch (err) {
+        lastError = err;
+      }
+    }
+    throw errors.unavailable(`the replicas that reported the newest version of the key could not deliver it${lastError ? `: ${(lastError as Error).message}` : ''}`);
+  }
+
+  /** Read repair: the replicas that answered with an older record get the newest. */
+  private repairStale(key: Buffer, record: StoredRecord, replicas: Gathering<ReplicaAnswer>): void {
+    const stale = replicas
+      .answers()
+      .filter((a) => a.value === null || (a.value.version !== null && compareRecords(a.value as KeyState, record) < 0))
+      .map((a) => a.node);
+    this.parts.repair?.schedule(key, record, stale);
   }
 
   // ----------------------------------------------------------------- EXIST
 
   async exist(keys: Buffer[]): Promise<boolean[]> {
-    const out = new Array<boolean>(keys.length).fill(false);
     const byVdisk = new Map<number, number[]>();
     keys.forEach((k, i) => {
       const v = this.vdiskOf(k);
@@ -221,27 +302,35 @@ export class Grinder implements DataApi {
       [...byVdisk].map(async ([vdisk, idx]) => {
         const subset = idx.map((i) => keys[i]);
         const targets = this.topology.targetNodes(vdisk);
-        const asks = targets.map((n) => this.node(n).exist(subset, this.parts.policy === 'simple' ? 'all' : 'normal'));
-        if (this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk)) asks.push(this.parts.local.exist(subset, 'alien'));
-        const answers = await Promise.allSettled(asks);
-        const replicas = answers.slice(0, targets.length);
-        const answered = replicas.filter((a) => a.status === 'fulfilled').length;
-        if (answered === 0) throw this.unanswered('exist', vdisk, replicas);
+        const up = targets.filter((n) => this.parts.isAvailable(n));
+        const replicas = new Gathering<ExistAnswer[]>(
+          up.map((n) => ({
+            node: n,
+            weight: this.topology.replicasOn(vdisk, n).length,
+            done: this.node(n).exist(subset, this.parts.policy === 'simple' ? 'all' : 'normal'),
+          })),
+        );
+        const aliensHere =
+          this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk) ? this.parts.local.exist(subset, 'alien').catch(() => null) : Promise.resolve(null);
+        await replicas.until(this.readQuorum(vdisk, up));
+        if (replicas.answeredWeight === 0) throw this.unanswered('exist', vdisk, replicas.failures(), targets.length - up.length);
+        const answers = [...replicas.answers().map((a) => a.value), await aliensHere].filter((a): a is ExistAnswer[] => a !== null);
+        const missing = up.length < targets.length || replicas.failures().length > 0;
         idx.forEach((keyIndex, j) => {
-          for (const a of answers) if (a.status === 'fulfilled') newest[keyIndex] = newerAnswer(newest[keyIndex], a.value[j]);
-          if (answered < targets.length || newest[keyIndex]?.kind !== 'found') toAliens.push(keyIndex);
+          for (const a of answers) newest[keyIndex] = newerAnswer(newest[keyIndex], a[j]);
+          if (missing || newest[keyIndex]?.kind !== 'found') toAliens.push(keyIndex);
         });
       }),
     );
     if (toAliens.length > 0 && this.parts.policy === 'quorum') {
       const subset = toAliens.map((i) => keys[i]);
-      const answers = await Promise.allSettled(this.otherNodes().map((n) => this.node(n).exist(subset, 'alien')));
+      const others = this.otherNodes().filter((n) => this.parts.isAvailable(n));
+      const answers = await Promise.allSettled(others.map((n) => this.node(n).exist(subset, 'alien')));
       toAliens.forEach((keyIndex, j) => {
         for (const a of answers) if (a.status === 'fulfilled') newest[keyIndex] = newerAnswer(newest[keyIndex], a.value[j]);
       });
     }
-    newest.forEach((s, i) => (out[i] = s?.kind === 'found'));
-    return out;
+    return newest.map((s) => s?.kind === 'found');
   }
 
   // ---------------------------------------------------------------- DELETE
@@ -279,11 +368,11 @@ export class Grinder implements DataApi {
    * record as it is, anything else as unavailability, logged (once per 5 s
    * per vdisk: a vdisk out of service fails every read) and counted.
    */
-  private unanswered(operation: 'get' | 'exist', vdisk: number, replicas: Array<PromiseSettledResult<unknown>>): OysterError {
-    const reasons = replicas.map((s) => (s as PromiseRejectedResult).reason);
-    const damaged = reasons.find((r) => isOysterError(r, 'Corruption'));
+  private unanswered(operation: 'get' | 'exist', vdisk: number, failures: unknown[], down: number): OysterError {
+    const damaged = failures.find((r) => isOysterError(r, 'Corruption'));
     if (damaged) return damaged as OysterError;
-    const causes = reasons.map((r) => String((r as Error)?.message ?? r));
+    const causes = failures.map((r) => String((r as Error)?.message ?? r));
+    if (down > 0) causes.push(`${down} replica node${down === 1 ? '' : 's'} down`);
     this.parts.onUnanswered?.(operation, vdisk);
     const now = Date.now();
     if (now - (this.lastUnansweredLog.get(vdisk) ?? 0) >= 5000) {
@@ -294,11 +383,21 @@ export class Grinder implements DataApi {
   }
 }
 
+/** A replica's answer to a read: its record (the replica asked for it) or its version only. */
+type ReplicaAnswer = StoredRecord | ExistAnswer;
+
+function newestAnswer(answers: ReplicaAnswer[]): ReplicaAnswer {
+  let best: ReplicaAnswer = null;
+  for (const a of answers) best = newerAnswer(best, a);
+  return best;
+}
+
 /**
- * The newer of two Exist answers. An answer without a version (a bob peer's
- * "present") counts only while no versioned answer is known.
+ * The newer of two answers; of equal ones, the first. An answer without a
+ * version (a bob peer's "present") counts only while no versioned answer is
+ * known.
  */
-function newerAnswer(a: ExistAnswer, b: ExistAnswer): ExistAnswer {
+function newerAnswer<T extends ReplicaAnswer>(a: T, b: T): T {
   if (a === null) return b;
   if (b === null) return a;
   if (a.version === null) return b.version === null ? a : b;

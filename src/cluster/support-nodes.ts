@@ -5,6 +5,7 @@
 // of one key lands in the same alien directory: the newer one supersedes the
 // older there, and the hand-off delivers one record per key instead of one
 // per version.
+import { keySpread } from '../keys/distribution';
 import { LinkManager } from './link-manager';
 import { Topology } from './topology';
 
@@ -19,18 +20,10 @@ export class SupportNodes {
     const targets = new Set(this.topology.targetNodes(vdisk));
     const others = this.topology.nodes.map((n) => n.name).filter((n) => !targets.has(n));
     if (others.length === 0 || count <= 0) return [];
-    const start = fnv1a(key) % others.length;
+    const start = keySpread(key) % others.length;
     const rotated = [...others.slice(start), ...others.slice(0, start)];
     const reachable = rotated.filter((n) => this.links.isAvailable(n));
     const unreachable = rotated.filter((n) => !this.links.isAvailable(n));
     return [...reachable, ...unreachable].slice(0, count);
   }
-}
-
-// FNV-1a (32 bits): keys of one vdisk share their residue modulo the vdisk
-// count, so the key's own integer value would not spread them.
-function fnv1a(key: Buffer): number {
-  let h = 0x811c9dc5;
-  for (const b of key) h = Math.imul(h ^ b, 0x01000193) >>> 0;
-  return h;
 }

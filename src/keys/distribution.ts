@@ -1,5 +1,6 @@
 // Key -> vdisk, bob's "Mod" distribution: the key read as an
-// unsigned little-endian integer, modulo the number of vdisks.
+// unsigned little-endian integer, modulo the number of vdisks. And a hash
+// that spreads the keys of one vdisk over the nodes that serve it.
 
 /**
  * The vdisk id of a key among `vdiskCount` vdisks. Computed byte by byte
@@ -17,4 +18,16 @@ export function vdiskOf(key: Uint8Array, vdiskCount: number): number {
     mult = (mult * 256) % vdiskCount;
   }
   return rem;
+}
+
+/**
+ * FNV-1a (32 bits) of the key: for choices among the nodes of one vdisk
+ * (support nodes, the replica a read asks first). The keys of one vdisk share
+ * their residue modulo the vdisk count, so the key's own value would not
+ * spread them.
+ */
+export function keySpread(key: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key[i], 0x01000193) >>> 0;
+  return h;
 }

@@ -35,6 +35,8 @@ export interface NodeMetrics {
   unansweredReads: Counter<'operation'>;
   /** Versions seen too far ahead of this node's clock to follow (a peer's or client's clock is wrong). */
   futureVersions: Counter;
+  /** Replicas a read found stale and wrote the newest record to. */
+  readRepairs: Counter<'outcome'>;
 }
 
 export function createMetrics(nodeName: string): NodeMetrics {
@@ -147,6 +149,12 @@ export function createMetrics(nodeName: string): NodeMetrics {
       name: 'oyster_unanswered_reads_total',
       help: 'Coordinated reads (get, exist) that failed because no replica of the vdisk could answer',
       labelNames: ['operation'],
+      registers,
+    }),
+    readRepairs: new Counter({
+      name: 'oyster_read_repairs_total',
+      help: 'Replica writes of read repair: the newest record written back to a replica that answered a read with an older one (repaired, failed, or dropped when too many were running)',
+      labelNames: ['outcome'],
       registers,
     }),
     futureVersions: new Counter({

@@ -10,6 +10,7 @@ import { Grinder } from '../cluster/grinder';
 import { LinkManager } from '../cluster/link-manager';
 import { LocalNode } from '../cluster/local-node';
 import { PeerClient } from '../cluster/peer-client';
+import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
 import { Topology } from '../cluster/topology';
 import { bobService, startGrpcServer } from '../grpc/server';
@@ -67,6 +68,7 @@ export class OysterNode {
       log.warn({ version: formatVersion(v), aheadSeconds: Math.round(aheadUs / 1e6) }, "a version far ahead of this node's clock was seen; check the clocks of the cluster and the timestamps clients send");
     });
     for (const op of ['get', 'exist']) metrics.unansweredReads.inc({ operation: op }, 0);
+    for (const outcome of ['repaired', 'failed', 'dropped']) metrics.readRepairs.inc({ outcome }, 0);
     this.backend = createBackend({
       config,
       topology: this.topology,
@@ -138,6 +140,13 @@ export class OysterNode {
       quorum: node.quorum,
       policy: node.clusterPolicy,
       clock: this.clock,
+      isAvailable: (n) => this.links.isAvailable(n),
+      repair: new ReadRepair({
+        node: (n) => (n === this.topology.self.name ? this.local : this.peers.get(n)!),
+        maxInFlight: 64,
+        log,
+        onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
+      }),
       log,
       onUnanswered: (operation) => this.metrics.unansweredReads.inc({ operation }),
     });
