@@ -5,7 +5,7 @@
 //   node packaging/build-deb.js [--out DIR]      (npm run package:deb)
 //
 // The package holds /usr/lib/oyster (the compiled JavaScript, the addon,
-// bob.proto, the production node_modules), /usr/bin/oysterd and
+// the .proto files, the production node_modules), /usr/bin/oysterd and
 // /usr/bin/oyster, the default configuration in /etc/oyster (conffiles),
 // the systemd unit and the documentation. The version is package.json's.
 // Prints the path of the .deb on standard output.
@@ -175,7 +175,7 @@ function main() {
     const { name, description, license, main: entry, dependencies } = pkg;
     write(path.join(lib, 'package.json'), `${JSON.stringify({ name, version: pkg.version, description, license, private: true, main: entry, dependencies }, null, 2)}\n`);
     copyTree(path.join(ROOT, 'dist', 'src'), path.join(lib, 'dist', 'src'), (e) => e.isDirectory() || e.name.endsWith('.js'));
-    write(path.join(lib, 'src', 'grpc', 'bob.proto'), fs.readFileSync(path.join(ROOT, 'src', 'grpc', 'bob.proto')));
+    for (const proto of ['bob.proto', 'oyster.proto']) write(path.join(lib, 'src', 'grpc', proto), fs.readFileSync(path.join(ROOT, 'src', 'grpc', proto)));
     write(path.join(lib, 'bin', 'oysterd.js'), fs.readFileSync(path.join(ROOT, 'bin', 'oysterd.js')), 0o755);
     write(path.join(lib, 'bin', 'oyster.js'), fs.readFileSync(path.join(ROOT, 'bin', 'oyster.js')), 0o755);
     const installedAddon = path.join(lib, 'build', 'Release', 'oyster.node');

@@ -7,8 +7,10 @@
 
 #include "addon/js_records.h"
 #include "addon/js_status.h"
+#include "engine/digest.h"
 #include "engine/format.h"
 #include "engine/version.h"
+#include "util/coding.h"
 
 namespace oyster {
 namespace {
@@ -196,6 +198,51 @@ class LookupNewestOp final : public Op {
   std::shared_ptr<const EngineSet> set_;
   std::string keys_;
   std::vector<LookupResult> results_;
+};
+
+// Digests of the newest records of a set's keys, per bucket.
+class DigestOp final : public Op {
+ public:
+  DigestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, uint32_t bits)
+      : Op(env, data), set_(std::move(set)), bits_(bits) {}
+
+  void Run() override {
+    std::vector<uint64_t> digests;
+    status_ = set_->Digest(bits_, &digests, &keys_);
+    if (!status_.ok()) return;
+    packed_.resize(digests.size() * 8);
+    for (size_t i = 0; i < digests.size(); i++) EncodeFixed64(&packed_[i * 8], digests[i]);
+  }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("digests", Napi::Buffer<char>::Copy(env, packed_.data(), packed_.size()));
+    o.Set("keys", Napi::Number::New(env, static_cast<double>(keys_)));
+    return o;
+  }
+
+ private:
+  std::shared_ptr<const EngineSet> set_;
+  const uint32_t bits_;
+  std::string packed_;  // u64 LE each
+  uint64_t keys_ = 0;
+};
+
+// The newest records of the keys of some buckets, packed as Snapshot packs them.
+class EntriesOp final : public Op {
+ public:
+  EntriesOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, uint32_t bits,
+            std::vector<uint32_t> buckets)
+      : Op(env, data), set_(std::move(set)), bits_(bits), buckets_(std::move(buckets)) {}
+
+  void Run() override { status_ = set_->Entries(bits_, buckets_, &packed_); }
+  Napi::Value Result(Napi::Env env) override { return Napi::Buffer<char>::Copy(env, packed_.data(), packed_.size()); }
+
+ private:
+  std::shared_ptr<const EngineSet> set_;
+  const uint32_t bits_;
+  const std::vector<uint32_t> buckets_;
+  std::string packed_;
 };
 
 class ExistsOp final : public Op {
@@ -481,6 +528,8 @@ Napi::Function EngineSetWrap::Define(Napi::Env env) {
                          InstanceMethod<&EngineSetWrap::GetNewest>("getNewest"),
                          InstanceMethod<&EngineSetWrap::ReadNewestNow>("readNewestNow"),
                          InstanceMethod<&EngineSetWrap::LookupNewest>("lookupNewest"),
+                         InstanceMethod<&EngineSetWrap::Digest>("digest"),
+                         InstanceMethod<&EngineSetWrap::Entries>("entries"),
                      });
 }
 
@@ -563,6 +612,35 @@ Napi::Value EngineSetWrap::LookupNewest(const Napi::CallbackInfo& info) {
   std::string keys;
   if (!CheckConstructed(env) || !KeyListArg(info[0], set_->key_size(), &keys)) return env.Undefined();
   return StartOp<LookupNewestOp>(env, set_, std::move(keys));
+}
+
+Napi::Value EngineSetWrap::Digest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint64_t bits;
+  if (!CheckConstructed(env) || !IntegerArg(info, 0, "bits", kMaxDigestBits, "0..16", &bits)) return env.Undefined();
+  return StartOp<DigestOp>(env, set_, static_cast<uint32_t>(bits));
+}
+
+Napi::Value EngineSetWrap::Entries(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint64_t bits;
+  if (!CheckConstructed(env) || !IntegerArg(info, 0, "bits", kMaxDigestBits, "0..16", &bits)) return env.Undefined();
+  void* data = nullptr;
+  size_t n = 0;
+  if (!TypedArrayArg(env, info[1], napi_uint32_array, &data, &n)) {
+    Napi::TypeError::New(env, "buckets must be a Uint32Array").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const uint32_t* first = static_cast<const uint32_t*>(data);
+  std::vector<uint32_t> buckets(first, first + n);
+  for (size_t i = 0; i < n; i++) {
+    if (buckets[i] >> bits != 0) {
+      Napi::RangeError::New(env, "buckets[" + std::to_string(i) + "] must be below 2^" + std::to_string(bits))
+          .ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+  }
+  return StartOp<EntriesOp>(env, set_, static_cast<uint32_t>(bits), std::move(buckets));
 }
 
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {

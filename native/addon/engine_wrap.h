@@ -72,6 +72,12 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   Napi::Value ReadNewestNow(const Napi::CallbackInfo& info);
   // lookupNewest(keys) -> Promise<Array<KeyState | null>>
   Napi::Value LookupNewest(const Napi::CallbackInfo& info);
+  // digest(bits) -> Promise<{ digests: Buffer, keys: number }>: EngineSet::Digest,
+  // the 2^bits digests as u64 LE each (bits 0..16).
+  Napi::Value Digest(const Napi::CallbackInfo& info);
+  // entries(bits, buckets: Uint32Array) -> Promise<Buffer>: EngineSet::Entries,
+  // packed as Engine::Snapshot packs (every bucket below 2^bits).
+  Napi::Value Entries(const Napi::CallbackInfo& info);
 
   // Throws and returns false if the constructor refused its arguments.
   bool CheckConstructed(Napi::Env env);

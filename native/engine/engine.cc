@@ -449,16 +449,23 @@ Status Engine::Snapshot(std::string* out) {
   }
   out->clear();
   out->reserve(newest.size() * (kSnapshotEntryFixedSize + k));
-  char version[16];
-  for (uint32_t i = 0; i < newest.size(); i++) {
-    const IndexEntry& e = newest.entry_at(i);
-    out->push_back(e.tombstone() ? 2 : 1);
-    EncodeFixed64(version, e.version.timestamp);
-    EncodeFixed64(version + 8, e.version.stamp);
-    out->append(version, 16);
-    out->append(newest.key_at(i), k);
-  }
+  for (uint32_t i = 0; i < newest.size(); i++) AppendSnapshotEntry(newest.key_at(i), k, newest.entry_at(i), out);
   return Status::OK();
+}
+
+Status Engine::CurrentBlobs(std::vector<std::shared_ptr<Blob>>* blobs) const {
+  if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
+  *blobs = Current()->blobs;
+  return Status::OK();
+}
+
+void AppendSnapshotEntry(const char* key, size_t key_size, const IndexEntry& e, std::string* out) {
+  char fixed[kSnapshotEntryFixedSize];
+  fixed[0] = e.tombstone() ? 2 : 1;
+  EncodeFixed64(fixed + 1, e.version.timestamp);
+  EncodeFixed64(fixed + 9, e.version.stamp);
+  out->append(fixed, kSnapshotEntryFixedSize);
+  out->append(key, key_size);
 }
 
 // ------------------------------------------------------------------ writes

@@ -107,6 +107,10 @@ constexpr const char* kCorruptedDir = "corrupted";
 // Bytes of an entry of Engine::Snapshot besides the key.
 constexpr size_t kSnapshotEntryFixedSize = 17;
 
+// Appends the entry of Engine::Snapshot for `key` (key_size bytes) whose
+// newest record `e` is.
+void AppendSnapshotEntry(const char* key, size_t key_size, const IndexEntry& e, std::string* out);
+
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
   // Opens (creating the leaf directory if needed) and recovers `dir`.
@@ -142,6 +146,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // blobs at the time of the call (for handing alien copies over to their
   // owners).
   Status Snapshot(std::string* out);
+  // The blobs in service at the time of the call, newest (highest id) first:
+  // the consistent view Snapshot scans, for scans of every entry across
+  // engines (EngineSet::Digest). Closed once Close has begun.
+  Status CurrentBlobs(std::vector<std::shared_ptr<Blob>>* blobs) const;
 
   // Seals the active blob and writes its index file; the next write starts a
   // new blob. Returns once the index is on disk.

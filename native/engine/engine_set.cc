@@ -1,8 +1,32 @@
 #include "engine/engine_set.h"
 
+#include <algorithm>
+#include <cstring>
+#include <numeric>
 #include <utility>
 
+#include "util/hash.h"
+
 namespace oyster {
+namespace {
+
+// Sorts packed Snapshot entries of key_size-byte keys by key bytes.
+void SortEntries(size_t key_size, std::string* packed) {
+  const size_t size = kSnapshotEntryFixedSize + key_size;
+  const size_t n = packed->size() / size;
+  const char* p = packed->data();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::memcmp(p + a * size + kSnapshotEntryFixedSize, p + b * size + kSnapshotEntryFixedSize, key_size) < 0;
+  });
+  std::string sorted;
+  sorted.reserve(packed->size());
+  for (size_t i : order) sorted.append(p + i * size, size);
+  packed->swap(sorted);
+}
+
+}  // namespace
 
 EngineSet::EngineSet(std::vector<std::shared_ptr<Engine>> engines) : engines_(std::move(engines)) {}
 
@@ -45,6 +69,77 @@ Status EngineSet::Get(const ReadOptions& options, const char* key, GetResult* re
 Status EngineSet::Lookup(const ReadOptions& options, const char* key, LookupResult* result) const {
   Location where;
   return Locate(options, key, result, &where);
+}
+
+Status EngineSet::ScanSlices(const ScanOptions& options, uint32_t bits, const std::vector<uint32_t>& buckets,
+                             const std::function<void(const ActiveIndex& newest)>& fn) const {
+  // One view of the blobs for all slices, as Snapshot takes one: a blob
+  // created meanwhile is seen by none of them rather than by some.
+  std::vector<std::shared_ptr<Blob>> blobs;
+  uint64_t records = 0;
+  for (const std::shared_ptr<Engine>& e : engines_) {
+    std::vector<std::shared_ptr<Blob>> view;
+    Status s = e->CurrentBlobs(&view);
+    if (!s.ok()) return s;
+    for (std::shared_ptr<Blob>& b : view) {
+      records += b->records();
+      blobs.push_back(std::move(b));
+    }
+  }
+  const DigestSlices slices(bits, buckets, records, std::max<uint64_t>(options.slice_keys, 1));
+  const size_t k = key_size();
+  for (uint32_t slice = 0; slice < slices.count(); slice++) {
+    // Whichever of two fully tied records (same version, same kind) is kept,
+    // the key's entry and hash are the same: the order of blobs and engines
+    // does not matter here.
+    ActiveIndex newest(k);
+    for (const std::shared_ptr<Blob>& b : blobs) {
+      Status s = b->ForEachEntry([&](const char* key, const IndexEntry& e) {
+        const uint64_t hash = KeyHash64(key, k);
+        if (slices.SliceOf(hash) == slice) newest.Insert(key, hash, e);
+      });
+      if (!s.ok()) return s;
+    }
+    fn(newest);
+  }
+  return Status::OK();
+}
+
+Status EngineSet::Digest(const ScanOptions& options, uint32_t bits, std::vector<uint64_t>* digests,
+                         uint64_t* keys) const {
+  if (bits > kMaxDigestBits) return Status::InvalidArgument("bits must be in 0.." + std::to_string(kMaxDigestBits));
+  digests->assign(size_t{1} << bits, 0);
+  *keys = 0;
+  std::vector<uint32_t> all(digests->size());
+  std::iota(all.begin(), all.end(), 0u);
+  const size_t k = key_size();
+  std::string entry;
+  return ScanSlices(options, bits, all, [&](const ActiveIndex& newest) {
+    for (uint32_t i = 0; i < newest.size(); i++) {
+      entry.clear();
+      AppendSnapshotEntry(newest.key_at(i), k, newest.entry_at(i), &entry);
+      (*digests)[DigestBucket(newest.hash_at(i), bits)] += EntryHash(entry.data(), k);
+    }
+    *keys += newest.size();
+  });
+}
+
+Status EngineSet::Entries(const ScanOptions& options, uint32_t bits, const std::vector<uint32_t>& buckets,
+                          std::string* packed) const {
+  if (bits > kMaxDigestBits) return Status::InvalidArgument("bits must be in 0.." + std::to_string(kMaxDigestBits));
+  for (uint32_t b : buckets) {
+    if (b >> bits != 0) {
+      return Status::InvalidArgument("bucket " + std::to_string(b) + " is not below 2^" + std::to_string(bits));
+    }
+  }
+  packed->clear();
+  const size_t k = key_size();
+  Status s = ScanSlices(options, bits, buckets, [&](const ActiveIndex& newest) {
+    for (uint32_t i = 0; i < newest.size(); i++) AppendSnapshotEntry(newest.key_at(i), k, newest.entry_at(i), packed);
+  });
+  if (!s.ok()) return s;
+  SortEntries(k, packed);
+  return Status::OK();
 }
 
 }  // namespace oyster

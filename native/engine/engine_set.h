@@ -2,15 +2,22 @@
 // into) as one store: the newest record of a key across them, chosen by
 // CompareRecords; a full tie goes to the engine earlier in the list. Reads
 // first locate the record in every engine (bloom filters and memory, no
-// value read) and then read only the winner's value.
+// value read) and then read only the winner's value. Digest and Entries
+// summarise and list the newest records of whole key ranges, by which
+// replicas of a vdisk find where they differ.
 
 #ifndef OYSTER_ENGINE_ENGINE_SET_H_
 #define OYSTER_ENGINE_ENGINE_SET_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "engine/active_index.h"
+#include "engine/digest.h"
 #include "engine/engine.h"
 #include "util/status.h"
 
@@ -37,10 +44,61 @@ class EngineSet {
   // Like Engine::Lookup across the engines.
   Status Lookup(const ReadOptions& options, const char* key, LookupResult* result) const;
 
+  // How Digest and Entries scan the set.
+  struct ScanOptions {
+    // The keys one slice is planned to hold (0 counts as 1): the memory of
+    // a scan, up to about K + 75 bytes a key, against the number of passes
+    // over the indexes.
+    uint64_t slice_keys = kDigestSliceKeys;
+  };
+
+  // Summarises the newest record (by CompareRecords, tombstones included) of
+  // every key stored in any engine: *digests gets 2^bits entries, entry b the
+  // sum (mod 2^64) of EntryHash over the keys of DigestBucket b (digest.h,
+  // docs/FORMAT.md §11), and *keys the number of distinct keys. Two sets
+  // holding the same newest record of every key have equal digests however
+  // the records are spread over engines and blobs, and whatever superseded
+  // records they also hold; a key whose newest record differs changes the
+  // digest of its bucket (up to hash collisions). Records written during the
+  // call may or may not count. InvalidArgument if bits > kMaxDigestBits,
+  // Closed if an engine is; *digests and *keys are unspecified on failure.
+  //
+  // Cost: no value is read. The keys are resolved slice by slice
+  // (DigestSlices: about records / slice_keys slices, records counting every
+  // record in every blob); each slice reads every entry of every index, the
+  // index files of closed blobs and the in-memory indexes of the others, and
+  // keeps in memory only the newest record of each of its own keys. So
+  // slices x (index entries of all blobs) entries are read and hashed, and
+  // memory stays below about slice_keys x (K + 75) bytes whatever the size
+  // of the set.
+  Status Digest(const ScanOptions& options, uint32_t bits, std::vector<uint64_t>* digests, uint64_t* keys) const;
+  Status Digest(uint32_t bits, std::vector<uint64_t>* digests, uint64_t* keys) const {
+    return Digest(ScanOptions(), bits, digests, keys);
+  }
+
+  // The newest record of every key whose DigestBucket among 2^bits is one of
+  // `buckets` (any order, duplicates allowed), packed as Engine::Snapshot
+  // packs them and sorted by key bytes (memcmp), so that two replicas' lists
+  // merge in one pass. InvalidArgument if bits > kMaxDigestBits or a bucket
+  // is not below 2^bits, Closed if an engine is; *packed is unspecified on
+  // failure. Costs as Digest, with slices planned for the buckets asked for
+  // only; memory holds the answer twice (once while it is sorted) besides
+  // one slice.
+  Status Entries(const ScanOptions& options, uint32_t bits, const std::vector<uint32_t>& buckets,
+                 std::string* packed) const;
+  Status Entries(uint32_t bits, const std::vector<uint32_t>& buckets, std::string* packed) const {
+    return Entries(ScanOptions(), bits, buckets, packed);
+  }
+
   const std::vector<std::shared_ptr<Engine>>& engines() const { return engines_; }
   size_t key_size() const { return engines_[0]->options().key_size; }
 
  private:
+  // Resolves the keys of `buckets` slice by slice over one view of every
+  // engine's blobs, handing fn the newest entry of each key of a slice.
+  Status ScanSlices(const ScanOptions& options, uint32_t bits, const std::vector<uint32_t>& buckets,
+                    const std::function<void(const ActiveIndex& newest)>& fn) const;
+
   const std::vector<std::shared_ptr<Engine>> engines_;
 };
 

@@ -4,7 +4,6 @@
 
 #include "engine/engine_set.h"
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,33 +14,8 @@
 namespace oyster {
 namespace {
 
+using test::Engines;
 using test::Key;
-using test::TestEngine;
-
-// `n` engines over directories of their own.
-class Engines {
- public:
-  explicit Engines(int n) {
-    for (int i = 0; i < n; i++) {
-      dbs_.push_back(std::make_unique<TestEngine>(test::TmpDir() + "/p" + std::to_string(i)));
-      Status s = dbs_.back()->Open();
-      if (!s.ok()) FAIL() << s.ToString();
-    }
-  }
-
-  Engine* operator[](size_t i) const { return dbs_[i]->get(); }
-  TestEngine* db(size_t i) const { return dbs_[i].get(); }
-
-  // A set over the engines in the order `which` (the TestEngines own them).
-  EngineSet Set(const std::vector<size_t>& which) const {
-    std::vector<std::shared_ptr<Engine>> engines;
-    for (size_t i : which) engines.push_back(std::shared_ptr<Engine>(std::shared_ptr<Engine>(), dbs_[i]->get()));
-    return EngineSet(std::move(engines));
-  }
-
- private:
-  std::vector<std::unique_ptr<TestEngine>> dbs_;
-};
 
 // Get as a string, with the version: "value@ts.tick@node", "DELETED@...", "NOT_FOUND".
 std::string Get(const EngineSet& set, const std::string& key, const ReadOptions& options = ReadOptions()) {

@@ -401,5 +401,20 @@ void TestEngine::Crash() {
   if (!Drop()) FAIL() << "the dropped engine is still referenced after 30 s";
 }
 
+Engines::Engines(int n, const std::string& name) {
+  for (int i = 0; i < n; i++) {
+    dbs_.push_back(std::make_unique<TestEngine>(TmpDir() + "/" + name + std::to_string(i)));
+    Status s = dbs_.back()->Open();
+    if (!s.ok()) FAIL() << s.ToString();
+  }
+}
+
+EngineSet Engines::Set(const std::vector<size_t>& which) const {
+  std::vector<std::shared_ptr<Engine>> engines;
+  // Aliasing pointers that own nothing: the TestEngines do.
+  for (size_t i : which) engines.push_back(std::shared_ptr<Engine>(std::shared_ptr<Engine>(), dbs_[i]->get()));
+  return EngineSet(std::move(engines));
+}
+
 }  // namespace test
 }  // namespace oyster

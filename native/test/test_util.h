@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/engine_set.h"
 #include "util/file_system.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -256,6 +257,22 @@ class TestEngine {
   std::unique_ptr<GatedExecutor> gate_;
   std::shared_ptr<Engine> engine_;
   RecoveryReport report_;
+};
+
+// `n` open engines over directories of their own below the test's
+// directory (<name>0, <name>1, ...), and EngineSets over them.
+class Engines {
+ public:
+  explicit Engines(int n, const std::string& name = "p");
+
+  Engine* operator[](size_t i) const { return dbs_[i]->get(); }
+  TestEngine* db(size_t i) const { return dbs_[i].get(); }
+
+  // A set over the engines in the order `which` (the TestEngines own them).
+  EngineSet Set(const std::vector<size_t>& which) const;
+
+ private:
+  std::vector<std::unique_ptr<TestEngine>> dbs_;
 };
 
 }  // namespace test

@@ -28,11 +28,13 @@ export function restPermission(method: string, route: string): number {
   return Permission.writeRest;
 }
 
-/** gRPC: the permission each BobApi method needs; Ping needs none. */
+/** gRPC: the permission each method needs (BobApi, and Oyster's Replicas); Ping needs none. */
 export const GRPC_PERMISSION: Record<string, number> = {
   Put: Permission.write,
   Delete: Permission.write,
   Get: Permission.read,
   Exist: Permission.read,
   Ping: 0,
+  Digest: Permission.read,
+  Entries: Permission.read,
 };

@@ -81,6 +81,18 @@ export class Backend {
     return local;
   }
 
+  /**
+   * This node's replica of the vdisk as other nodes see it (anti-entropy
+   * compares it): the first local replica whose disk serves.
+   */
+  replicaGroup(vdisk: number): LocalReplica {
+    const local = this.localGroups(vdisk);
+    if (local.length === 0) throw errors.noReplica(this.selfName, vdisk);
+    const ready = local.find((l) => l.disk.isReady && l.disk.group(vdisk));
+    if (!ready) throw errors.diskNotReady(local.map((l) => l.disk.name).join(', '));
+    return ready;
+  }
+
   /** Whether alien copies of the vdisk's records may be here (an alien partition of it is open). */
   holdsAliens(vdisk: number): boolean {
     return this.alien.isReady && this.alien.servesVdisk(vdisk);

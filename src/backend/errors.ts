@@ -21,6 +21,7 @@ export type ErrorKind =
   | 'Conflict' // a state change that contradicts the current state
   | 'Corruption' // stored data failed its checksum
   | 'NoSpace' // the disk is full
+  | 'Unsupported' // a peer does not serve the request (a bob node asked for Oyster's own)
   | 'InvalidArgument';
 
 export class OysterError extends Error {

@@ -4,7 +4,7 @@
 // order of versions); writes go to the partition of their bob timestamp.
 import fs from 'node:fs';
 import path from 'node:path';
-import { EngineOptions, EngineSet, isEngineError, EngineErrorCode } from '../engine/engine';
+import { EngineOptions, EngineSet, isEngineError, EngineErrorCode, SnapshotEntry } from '../engine/engine';
 import { compareRecords, compareVersions, KeyState, MAX_NODE_ID, StoredRecord, Version } from '../model/version';
 import { Logger, silentLogger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
@@ -243,6 +243,20 @@ export class Group {
         return o.write((e) => e.delete(key, version));
       }),
     );
+  }
+
+  /**
+   * Digests of the newest record of every key, per bucket of 2^bits
+   * (docs/FORMAT.md, "Replica digests"): what anti-entropy compares between
+   * replicas. Reads the indexes only.
+   */
+  async digest(bits: number): Promise<{ digests: Buffer; keys: number }> {
+    return this.guard(() => this.engines.digest(bits));
+  }
+
+  /** The newest record (without value) of every key of the given buckets, sorted by key. */
+  async entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]> {
+    return this.guard(() => this.engines.entries(bits, buckets));
   }
 
   // ------------------------------------------------------------ partitions

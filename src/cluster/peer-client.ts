@@ -3,9 +3,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { GetSource } from '../backend/backend';
 import { errors, isOysterError } from '../backend/errors';
-import { BobApi, ExistResponseMsg, GetSource as Source, BlobMsg } from '../grpc/proto';
+import { SnapshotEntry } from '../engine/engine';
+import { BobApi, BlobMsg, DigestResponseMsg, EntriesResponseMsg, ExistResponseMsg, GetSource as Source, Replicas } from '../grpc/proto';
 import { fromStatus } from '../grpc/status';
-import { decodeStates, metaVersion, versionMeta } from '../grpc/versions';
+import { decodeEntries, decodeStates, metaVersion, versionMeta } from '../grpc/versions';
 import { StoredRecord, Version } from '../model/version';
 import { DeleteOptions, ExistAnswer, NodeApi } from './node-api';
 
@@ -36,6 +37,8 @@ const SOURCES: Record<GetSource, number> = { all: Source.ALL, normal: Source.NOR
 
 export class PeerClient implements NodeApi {
   private readonly client: grpc.Client & Record<string, Unary<unknown, unknown>>;
+  // Oyster's Replicas service, on the same channel.
+  private readonly replicas: grpc.Client & Record<string, Unary<unknown, unknown>>;
   private readonly auth: grpc.Metadata;
 
   constructor(readonly options: PeerOptions) {
@@ -47,6 +50,9 @@ export class PeerClient implements NodeApi {
       'grpc.enable_retries': 0,
       ...options.channelOptions,
     }) as grpc.Client & Record<string, Unary<unknown, unknown>>;
+    this.replicas = new Replicas(options.address, options.credentials ?? grpc.credentials.createInsecure(), {
+      channelOverride: this.client.getChannel(),
+    }) as grpc.Client & Record<string, Unary<unknown, unknown>>;
     this.auth = new grpc.Metadata();
     this.auth.set('authorization', `InterNode ${Buffer.from(options.selfName).toString('base64')}`);
   }
@@ -56,11 +62,12 @@ export class PeerClient implements NodeApi {
   }
 
   close(): void {
+    this.replicas.close();
     this.client.close();
   }
 
   /** Unary call with the deadline; rejects with the peer's status as an OysterError. */
-  private call<Res>(method: string, request: unknown, md = this.auth, mayWait = true): Promise<Res> {
+  private call<Res>(method: string, request: unknown, md = this.auth, mayWait = true, stub = this.client): Promise<Res> {
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
       const deadline = Date.now() + this.options.operationTimeoutMs;
@@ -68,7 +75,7 @@ export class PeerClient implements NodeApi {
         md = md.clone();
         md.setOptions({ waitForReady: true });
       }
-      this.client[method](request, md, { deadline }, (err, value) => {
+      stub[method](request, md, { deadline }, (err, value) => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         const failure = err ? fromStatus(err) : null;
         this.options.observe?.(method.toLowerCase(), failure, seconds);
@@ -125,5 +132,20 @@ export class PeerClient implements NodeApi {
       meta: versionMeta(version),
       options: { force_alien_nodes: options.forceAlienNodes, force_node: true, is_alien: options.isAlien },
     });
+  }
+
+  /** Digests of the peer's replica of the vdisk (Replicas.Digest); Unsupported from a bob node. */
+  async digest(vdisk: number, bits: number): Promise<{ digests: Buffer; keys: number }> {
+    const res = await this.call<DigestResponseMsg>('Digest', { vdisk, bits }, this.auth, false, this.replicas);
+    if (res.digests.length !== 8 * 2 ** bits) throw errors.failed(`peer ${this.name} sent ${res.digests.length} bytes of digests for ${bits} bits`);
+    return { digests: res.digests, keys: Number(res.keys) };
+  }
+
+  /** The newest record (without value) of every key of the buckets in the peer's replica, sorted by key. */
+  async entries(vdisk: number, bits: number, buckets: number[], keySize: number): Promise<SnapshotEntry[]> {
+    const res = await this.call<EntriesResponseMsg>('Entries', { vdisk, bits, buckets }, this.auth, false, this.replicas);
+    const entries = decodeEntries(res.entries, keySize);
+    if (entries === null) throw errors.failed(`peer ${this.name} sent malformed entries`);
+    return entries;
   }
 }

@@ -56,6 +56,17 @@ export interface TlsConfig {
   grpc: boolean;
 }
 
+/** Oyster: how replicas are compared and brought up to date (docs/OPERATIONS.md). */
+export interface AntiEntropyConfig {
+  enabled: boolean;
+  /** Time between the starts of two passes over every vdisk. */
+  interval: number;
+  /** Value bytes copied per second at most. */
+  rate: number;
+}
+
+export const DEFAULT_ANTI_ENTROPY: Readonly<AntiEntropyConfig> = { enabled: true, interval: 60 * 1000, rate: 64 * 1024 * 1024 };
+
 export interface NodeConfig {
   logConfig?: string;
   usersConfig?: string;
@@ -85,6 +96,7 @@ export interface NodeConfig {
   pearl: PearlConfig;
   metrics: MetricsConfig;
   tls?: TlsConfig;
+  antiEntropy: AntiEntropyConfig;
 }
 
 const MS = 1;
@@ -109,7 +121,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
   const root = reader.root(document);
 
   const indexMemoryLimit = root.size('index_memory_limit');
-  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls'> = {
+  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls' | 'antiEntropy'> = {
     logConfig: root.string('log_config'),
     usersConfig: root.string('users_config'),
     name: root.string('name', { required: true }),
@@ -156,12 +168,22 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
   const pearl = root.section('pearl', { required: true });
   const metrics = root.section('metrics');
   const tls = root.section('tls');
+  const antiEntropy = root.section('anti_entropy');
   return {
     ...node,
+    antiEntropy: antiEntropy ? readAntiEntropy(antiEntropy) : { ...DEFAULT_ANTI_ENTROPY },
     // Without a pearl section the load fails; defaults stand in for the missing values.
     pearl: readPearl(pearl ?? new ConfigReader(reader.file).mapping('pearl', {})),
     metrics: metrics ? readMetrics(metrics) : { ...DEFAULT_METRICS },
     tls: tls ? readTls(tls) : undefined,
+  };
+}
+
+function readAntiEntropy(m: MapReader): AntiEntropyConfig {
+  return {
+    enabled: m.boolean('enabled', { default: DEFAULT_ANTI_ENTROPY.enabled }),
+    interval: m.duration('interval', { default: DEFAULT_ANTI_ENTROPY.interval, check: positive }),
+    rate: m.size('rate', { default: DEFAULT_ANTI_ENTROPY.rate, check: positive }),
   };
 }
 

@@ -58,6 +58,43 @@ function settle<T>(fn: () => Promise<T>): Promise<T> {
 // stamp = (tick << 12) | node (native/engine/engine.h).
 const SNAPSHOT_FIXED = 17;
 
+/** Decodes packed snapshot entries of keySize-byte keys; the keys are views of `packed`. */
+function decodeEntries(packed: Buffer, keySize: number): SnapshotEntry[] {
+  const size = SNAPSHOT_FIXED + keySize;
+  const out: SnapshotEntry[] = [];
+  for (let off = 0; off + size <= packed.length; off += size) {
+    // The stamp in two halves: tick is its upper 52 bits, node the lower 12.
+    const low = packed.readUInt32LE(off + 9);
+    const high = packed.readUInt32LE(off + 13);
+    out.push({
+      kind: packed[off] === 2 ? 'deleted' : 'found',
+      version: {
+        timestamp: packed.readUInt32LE(off + 1) + packed.readUInt32LE(off + 5) * 2 ** 32,
+        tick: high * 2 ** 20 + (low >>> 12),
+        node: low & 0xfff,
+      },
+      key: packed.subarray(off + SNAPSHOT_FIXED, off + size),
+    });
+  }
+  return out;
+}
+
+/** Bucket bits of EngineSet.digest and entries: 2^16 digests are 512 KiB. */
+export const MAX_DIGEST_BITS = 16;
+
+// The addon checks these too; checked here as well because an empty set never
+// reaches it, and because a Uint32Array would silently wrap a bad bucket.
+function checkDigestArgs(bits: number, buckets: readonly number[] = []): void {
+  if (typeof bits !== 'number') throw new TypeError('bits must be a number');
+  if (!Number.isInteger(bits) || bits < 0 || bits > MAX_DIGEST_BITS) {
+    throw new RangeError(`bits must be an integer in 0..${MAX_DIGEST_BITS}`);
+  }
+  for (const [i, b] of buckets.entries()) {
+    if (typeof b !== 'number') throw new TypeError(`buckets[${i}] must be a number`);
+    if (!Number.isInteger(b) || b < 0 || b >= 2 ** bits) throw new RangeError(`buckets[${i}] must be below 2^${bits}`);
+  }
+}
+
 export class Engine {
   private constructor(
     /** The addon's engine object; EngineSet passes it back to the addon. */
@@ -103,24 +140,7 @@ export class Engine {
 
   /** The newest record of every key stored (values are read with get). */
   async snapshot(): Promise<SnapshotEntry[]> {
-    const packed = await settle(() => this.handle.snapshot());
-    const size = SNAPSHOT_FIXED + this.keySize;
-    const out: SnapshotEntry[] = [];
-    for (let off = 0; off + size <= packed.length; off += size) {
-      // The stamp in two halves: tick is its upper 52 bits, node the lower 12.
-      const low = packed.readUInt32LE(off + 9);
-      const high = packed.readUInt32LE(off + 13);
-      out.push({
-        kind: packed[off] === 2 ? 'deleted' : 'found',
-        version: {
-          timestamp: packed.readUInt32LE(off + 1) + packed.readUInt32LE(off + 5) * 2 ** 32,
-          tick: high * 2 ** 20 + (low >>> 12),
-          node: low & 0xfff,
-        },
-        key: packed.subarray(off + SNAPSHOT_FIXED, off + size),
-      });
-    }
-    return out;
+    return decodeEntries(await settle(() => this.handle.snapshot()), this.keySize);
   }
 
   /** Seals the active blob and writes its index; resolves once the index is on disk. */
@@ -184,6 +204,35 @@ export class EngineSet {
   /** The newest record (without value) of each key. */
   lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>> {
     return this.handle === null ? Promise.resolve(keys.map(() => null)) : settle(() => this.handle!.lookupNewest(keys));
+  }
+
+  /**
+   * Digests of the newest record of every key (tombstones included), in
+   * 2^bits buckets (bits 0..MAX_DIGEST_BITS), by which replicas find where
+   * they differ: `digests` holds bucket b's digest as a u64 LE at b * 8, and
+   * `keys` counts the distinct keys. Sets holding the same newest record of
+   * every key have equal digests, however the records are spread and
+   * whatever older versions they hold. Bucket and digest are defined in
+   * docs/FORMAT.md ("Replica digests"). No value is read; every index is
+   * read once per slice of about a million keys.
+   */
+  digest(bits: number): Promise<{ digests: Buffer; keys: number }> {
+    return settle(() => {
+      if (this.handle !== null) return this.handle.digest(bits);
+      checkDigestArgs(bits);
+      return Promise.resolve({ digests: Buffer.alloc(8 * 2 ** bits), keys: 0 });
+    });
+  }
+
+  /**
+   * The newest record of every key whose bucket among 2^bits is one of
+   * `buckets` (any order, repeats allowed), sorted by key bytes, so that two
+   * replicas' lists merge in one pass.
+   */
+  async entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]> {
+    checkDigestArgs(bits, buckets);
+    if (this.handle === null) return [];
+    return decodeEntries(await this.handle.entries(bits, Uint32Array.from(buckets)), this.engines[0].keySize);
   }
 }
 

@@ -67,6 +67,10 @@ export interface NativeEngineSet {
    */
   readNewestNow(key: Buffer): number | undefined;
   lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>>;
+  /** 2^bits digests (u64 LE each) of the newest records of the keys, bucketed; bits 0..16. */
+  digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
+  /** The newest records of the keys of `buckets` (each below 2^bits), packed as snapshot packs them, sorted by key. */
+  entries(bits: number, buckets: Uint32Array): Promise<Buffer>;
 }
 
 

@@ -1,13 +1,14 @@
-// bob's BobApi service definition, loaded from bob.proto, and the message
-// shapes as @grpc/proto-loader presents them (keepCase, 64-bit ints as strings).
+// bob's BobApi service definition, loaded from bob.proto, Oyster's own
+// Replicas service from oyster.proto, and the message shapes as
+// @grpc/proto-loader presents them (keepCase, 64-bit ints as strings).
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-// dist/src/grpc/proto.js -> <package root>/src/grpc/bob.proto
-const PROTO = path.resolve(__dirname, '..', '..', '..', 'src', 'grpc', 'bob.proto');
+// dist/src/grpc/proto.js -> <package root>/src/grpc/*.proto
+const PROTOS = ['bob.proto', 'oyster.proto'].map((f) => path.resolve(__dirname, '..', '..', '..', 'src', 'grpc', f));
 
-const definition = protoLoader.loadSync(PROTO, {
+const definition = protoLoader.loadSync(PROTOS, {
   keepCase: true,
   longs: String, // u64 timestamps arrive as decimal strings: no precision is lost before validation
   enums: Number, // unknown enum values stay visible as numbers and are rejected, never guessed
@@ -17,10 +18,13 @@ const definition = protoLoader.loadSync(PROTO, {
 
 const pkg = grpc.loadPackageDefinition(definition) as unknown as {
   bob_storage: { BobApi: grpc.ServiceClientConstructor };
+  oyster: { Replicas: grpc.ServiceClientConstructor };
 };
 
 export const BobApi = pkg.bob_storage.BobApi;
 export const BobApiService = BobApi.service;
+export const Replicas = pkg.oyster.Replicas;
+export const ReplicasService = Replicas.service;
 
 export const GetSource = { ALL: 0, NORMAL: 1, ALIEN: 2 } as const;
 
@@ -63,4 +67,21 @@ export interface DeleteRequestMsg {
 export interface ExistResponseMsg {
   exist: boolean[];
   oyster_states?: Buffer;
+}
+
+export interface DigestRequestMsg {
+  vdisk: number;
+  bits: number;
+}
+export interface DigestResponseMsg {
+  digests: Buffer;
+  keys: string | number;
+}
+export interface EntriesRequestMsg {
+  vdisk: number;
+  bits: number;
+  buckets: number[];
+}
+export interface EntriesResponseMsg {
+  entries: Buffer;
 }

@@ -12,22 +12,27 @@ import { NodeApi } from '../cluster/node-api';
 import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
 import { KeyState, Version } from '../model/version';
-import { BlobMetaMsg, BobApiService, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
+import { BlobMetaMsg, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
 import { invalidArgument, toStatus } from './status';
 import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
 
-export interface BobServiceParts {
-  local: NodeApi;
-  grinder: DataApi;
-  links: LinkManager;
-  keySize: number;
+/** What every service's calls need: credentials, logs, metrics. */
+export interface CallParts {
   auth: Authenticator;
   log: Logger;
   /** Called once per answered call with the status code's name (metrics hang on it). */
   onAnswer?: (method: string, code: string) => void;
 }
 
-class BadRequest extends Error {}
+export interface BobServiceParts extends CallParts {
+  local: NodeApi;
+  grinder: DataApi;
+  links: LinkManager;
+  keySize: number;
+}
+
+/** A request that is malformed: INVALID_ARGUMENT. */
+export class BadRequest extends Error {}
 
 class NotFound extends Error {}
 
@@ -129,7 +134,7 @@ async function authorizeCall(auth: Authenticator, name: string, call: grpc.Serve
 }
 
 /** Runs a handler, answering every failure with a status instead of throwing into grpc-js. */
-function unary<Req, Res>(parts: BobServiceParts, name: string, handler: Handler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
+export function unary<Req, Res>(parts: CallParts, name: string, handler: Handler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
   const { log, auth, onAnswer } = parts;
   return (call, answer) => {
     // Every way out passes here, refusals before the handler included.
@@ -239,16 +244,16 @@ export interface GrpcServerOptions {
   maxMessageBytes: number;
 }
 
-/** Starts a gRPC server with the BobApi service; resolves with the bound port. */
+/** Starts a gRPC server with the given services; resolves with the bound port. */
 export async function startGrpcServer(
-  service: grpc.UntypedServiceImplementation,
+  services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
   options: GrpcServerOptions,
 ): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': options.maxMessageBytes,
     'grpc.max_send_message_length': -1,
   });
-  server.addService(tolerantDefinition(BobApiService), service);
+  for (const s of services) server.addService(tolerantDefinition(s.definition), s.implementation);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(options.address, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),

@@ -15,6 +15,7 @@ const CODE_BY_KIND: Record<ErrorKind, grpc.status> = {
   Conflict: grpc.status.FAILED_PRECONDITION,
   Corruption: grpc.status.DATA_LOSS,
   NoSpace: grpc.status.RESOURCE_EXHAUSTED,
+  Unsupported: grpc.status.UNIMPLEMENTED,
   Storage: grpc.status.UNAVAILABLE,
   VDiskIsNotReady: grpc.status.UNAVAILABLE,
   DCIsNotAvailable: grpc.status.UNAVAILABLE,
@@ -53,6 +54,8 @@ export function fromStatus(err: grpc.ServiceError): OysterError {
       return new OysterError('Corruption', msg);
     case grpc.status.INVALID_ARGUMENT:
       return new OysterError('InvalidArgument', msg);
+    case grpc.status.UNIMPLEMENTED:
+      return new OysterError('Unsupported', msg);
     case grpc.status.RESOURCE_EXHAUSTED:
       // Also grpc-js's own answer to a message over a size limit.
       return first === 'NoSpace' ? new OysterError('NoSpace', msg) : new OysterError('Failed', `Failed ${msg}`);

@@ -1,6 +1,7 @@
-// The versions Oyster peers exchange in bob's messages (the oyster_* fields
-// of bob.proto): a record's full version in BlobMeta, and the state of every
-// key of an Exist packed into ExistResponse.oyster_states.
+// The versions Oyster peers exchange: in bob's messages (the oyster_* fields
+// of bob.proto) a record's full version in BlobMeta and the state of every
+// key of an Exist packed into ExistResponse.oyster_states; in oyster.proto
+// the entries of a replica's buckets.
 import { KeyState, MAX_NODE_ID, MAX_TICK, Version } from '../model/version';
 import { BlobMetaMsg } from './proto';
 
@@ -71,4 +72,39 @@ function writeU64(buf: Buffer, at: number, n: number): void {
 
 function readU64(buf: Buffer, at: number): number {
   return buf.readUInt32LE(at) + buf.readUInt32LE(at + 4) * 2 ** 32;
+}
+
+/** Entries as EntriesResponse.entries carries them: per key u8 kind, u64 timestamp, u64 stamp, the key (the engine's snapshot layout). */
+export function encodeEntries(entries: ReadonlyArray<{ key: Buffer; kind: 'found' | 'deleted'; version: Version }>): Buffer {
+  if (entries.length === 0) return Buffer.alloc(0);
+  const size = 17 + entries[0].key.length;
+  const out = Buffer.alloc(entries.length * size);
+  entries.forEach((e, i) => {
+    const at = i * size;
+    out[at] = e.kind === 'found' ? 1 : 2;
+    writeU64(out, at + 1, e.version.timestamp);
+    // stamp = tick * 2^12 + node, as two u32 halves: tick < 2^52.
+    const stampLow = (e.version.tick % 2 ** 20) * 2 ** 12 + e.version.node;
+    out.writeUInt32LE(stampLow, at + 9);
+    out.writeUInt32LE(Math.floor(e.version.tick / 2 ** 20), at + 13);
+    e.key.copy(out, at + 17);
+  });
+  return out;
+}
+
+/** The entries of `bytes` for keys of keySize bytes; null when malformed. */
+export function decodeEntries(bytes: Buffer, keySize: number): Array<{ key: Buffer; kind: 'found' | 'deleted'; version: Version }> | null {
+  const size = 17 + keySize;
+  if (bytes.length % size !== 0) return null;
+  const out: Array<{ key: Buffer; kind: 'found' | 'deleted'; version: Version }> = [];
+  for (let at = 0; at < bytes.length; at += size) {
+    const kind = bytes[at];
+    if (kind !== 1 && kind !== 2) return null;
+    const low = bytes.readUInt32LE(at + 9);
+    const high = bytes.readUInt32LE(at + 13);
+    const version = { timestamp: readU64(bytes, at + 1), tick: high * 2 ** 20 + Math.floor(low / 2 ** 12), node: low % 2 ** 12 };
+    if (!Number.isSafeInteger(version.timestamp)) return null;
+    out.push({ key: Buffer.from(bytes.subarray(at + 17, at + size)), kind: kind === 1 ? 'found' : 'deleted', version });
+  }
+  return out;
 }

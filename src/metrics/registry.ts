@@ -37,6 +37,13 @@ export interface NodeMetrics {
   futureVersions: Counter;
   /** Replicas a read found stale and wrote the newest record to. */
   readRepairs: Counter<'outcome'>;
+  /** Anti-entropy: records copied here from another replica, by source replica. */
+  antiEntropyRecords: Counter<'source'>;
+  antiEntropyBytes: Counter;
+  /** Anti-entropy: digest and entry bytes received from other replicas. */
+  antiEntropyExchanged: Counter;
+  antiEntropyLastPass: Gauge;
+  antiEntropyPassSeconds: Gauge;
 }
 
 export function createMetrics(nodeName: string): NodeMetrics {
@@ -155,6 +162,32 @@ export function createMetrics(nodeName: string): NodeMetrics {
       name: 'oyster_read_repairs_total',
       help: 'Replica writes of read repair: the newest record written back to a replica that answered a read with an older one (repaired, failed, or dropped when too many were running)',
       labelNames: ['outcome'],
+      registers,
+    }),
+    antiEntropyRecords: new Counter({
+      name: 'oyster_anti_entropy_records_total',
+      help: 'Records (values and tombstones) anti-entropy copied to this node from another replica that held them in a newer version, by source replica (node, or node/disk for another disk of this node)',
+      labelNames: ['source'],
+      registers,
+    }),
+    antiEntropyBytes: new Counter({
+      name: 'oyster_anti_entropy_copied_bytes_total',
+      help: 'Value bytes anti-entropy copied to this node',
+      registers,
+    }),
+    antiEntropyExchanged: new Counter({
+      name: 'oyster_anti_entropy_exchanged_bytes_total',
+      help: 'Digest and entry bytes anti-entropy received from other replicas to compare them with this one',
+      registers,
+    }),
+    antiEntropyLastPass: new Gauge({
+      name: 'oyster_anti_entropy_last_pass_timestamp_seconds',
+      help: 'When the last complete anti-entropy pass over every vdisk of this node ended (Unix time); 0 before the first',
+      registers,
+    }),
+    antiEntropyPassSeconds: new Gauge({
+      name: 'oyster_anti_entropy_last_pass_duration_seconds',
+      help: 'How long the last complete anti-entropy pass took',
       registers,
     }),
     futureVersions: new Counter({

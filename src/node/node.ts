@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Authenticator } from '../auth/authenticator';
 import { Backend } from '../backend/backend';
 import { AlienHandoff } from '../cluster/alien-handoff';
+import { AntiEntropy } from '../cluster/anti-entropy';
 import { Grinder } from '../cluster/grinder';
 import { LinkManager } from '../cluster/link-manager';
 import { LocalNode } from '../cluster/local-node';
@@ -13,6 +14,8 @@ import { PeerClient } from '../cluster/peer-client';
 import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
 import { Topology } from '../cluster/topology';
+import { BobApiService, ReplicasService } from '../grpc/proto';
+import { replicasService } from '../grpc/replicas-service';
 import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
 import { Logger } from '../logging/logger';
@@ -45,6 +48,7 @@ export class OysterNode {
   readonly peers = new Map<string, PeerClient>();
   readonly links: LinkManager;
   readonly handoff: AlienHandoff;
+  readonly antiEntropy: AntiEntropy;
   readonly clock: VersionClock;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
@@ -74,7 +78,11 @@ export class OysterNode {
       topology: this.topology,
       initFolders: options.initFolders,
       log,
-      onDiskState: (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
+      onDiskState: (disk, alien, state) => {
+        metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0);
+        // A disk back in service (or replaced by an empty one) catches up.
+        if (state === 'Ready' && !alien) this.antiEntropy?.trigger();
+      },
       observer: (disk) => storageObserver(metrics, disk),
       clock: this.clock,
     });
@@ -100,7 +108,30 @@ export class OysterNode {
     }
     this.links = new LinkManager(this.topology.self.name, this.peers, config.node.checkInterval, log, (peer, up) => {
       metrics.peerUp.set({ peer }, up ? 1 : 0);
-      if (up) this.handoff.trigger(peer);
+      if (up) {
+        this.handoff.trigger(peer);
+        this.antiEntropy.trigger();
+      }
+    });
+    this.antiEntropy = new AntiEntropy({
+      topology: this.topology,
+      backend: this.backend,
+      peers: this.peers,
+      isAvailable: (n) => this.links.isAvailable(n),
+      clock: this.clock,
+      keySize: config.cluster.keySize,
+      intervalMs: config.node.antiEntropy.interval,
+      rateBytesPerSecond: config.node.antiEntropy.rate,
+      log,
+      onCopied: (source, records, bytes) => {
+        metrics.antiEntropyRecords.inc({ source }, records);
+        metrics.antiEntropyBytes.inc(bytes);
+      },
+      onExchanged: (bytes) => metrics.antiEntropyExchanged.inc(bytes),
+      onPass: (startedMs, seconds) => {
+        metrics.antiEntropyLastPass.set(startedMs / 1000 + seconds);
+        metrics.antiEntropyPassSeconds.set(seconds);
+      },
     });
     this.handoff = new AlienHandoff({
       topology: this.topology,
@@ -155,16 +186,21 @@ export class OysterNode {
       nodes: new Map(this.topology.nodes.map((n) => [n.name, n.address])),
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
+    const calls = { auth, log, onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
     const { server: grpcServer, port } = await startGrpcServer(
-      bobService({
-        local: instrumentLocal(this.local, this.metrics),
-        grinder: instrumentData(grinder, this.metrics, 'grpc'),
-        links: this.links,
-        keySize: config.cluster.keySize,
-        auth,
-        log,
-        onAnswer: (method, code) => this.metrics.grpcRequests.child(method, code).inc(),
-      }),
+      [
+        {
+          definition: BobApiService,
+          implementation: bobService({
+            ...calls,
+            local: instrumentLocal(this.local, this.metrics),
+            grinder: instrumentData(grinder, this.metrics, 'grpc'),
+            links: this.links,
+            keySize: config.cluster.keySize,
+          }),
+        },
+        { definition: ReplicasService, implementation: replicasService({ ...calls, backend: this.backend }) },
+      ],
       {
         address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
         credentials: this.tls && node.tls?.grpc ? grpcServerCredentials(this.tls) : undefined,
@@ -214,6 +250,7 @@ export class OysterNode {
     this.cleaner.unref();
     this.links.start();
     this.handoff.start();
+    if (node.antiEntropy.enabled) this.antiEntropy.start();
     const addr = this.restAddress;
     log.info(
       {
@@ -233,6 +270,7 @@ export class OysterNode {
       if (this.cleaner) clearInterval(this.cleaner);
       this.links.stop();
       await this.handoff.stop();
+      await this.antiEntropy.stop();
       const grpcServer = this.grpc;
       const grpcDone = grpcServer
         ? new Promise<void>((resolve) => {

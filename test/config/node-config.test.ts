@@ -77,6 +77,7 @@ t.test('a node.yaml with every key', async (t) => {
       prefix: '{node_name}.bob',
     },
     tls: { caCertPath: 'my_ca.pem', domainName: 'bob', certPath: 'server.pem', pkeyPath: 'server.key', rest: false, grpc: false },
+    antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
   });
 });
 
@@ -131,6 +132,7 @@ t.test('defaults of every optional key', async (t) => {
     },
     metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' },
     tls: undefined,
+    antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
   });
   t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' });
 });
@@ -273,6 +275,14 @@ t.test('top-level values', async (t) => {
   t.same(extra('http_max_body_size: 1 GiB').config.httpMaxBodySize, GiB);
   t.same(extra('http_max_body_size: 1024').config.httpMaxBodySize, 1024);
   t.same(extra('http_max_body_size: 0').lines, ['http_max_body_size: must be greater than 0']);
+  t.same(extra('anti_entropy:\n  interval: 10s\n  rate: 1 MiB\n  enabled: false').config.antiEntropy, { enabled: false, interval: 10 * S, rate: MiB });
+  t.same(extra('anti_entropy:\n  rate: 0').lines, ['anti_entropy.rate: must be greater than 0']);
+  t.same(extra('anti_entropy:\n  interval: 0s').lines, ['anti_entropy.interval: must be greater than 0']);
+  t.same(
+    extra('anti_entropy:\n  every: 1m').warnings.map((w) => w.key),
+    ['anti_entropy.every'],
+    'unknown keys in the section are warned about',
+  );
   t.same(extra('log_config: ""').lines, ['log_config: must not be empty']);
 });
 

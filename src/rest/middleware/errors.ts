@@ -21,6 +21,7 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   Timeout: 503,
   Storage: 503,
   NoSpace: 507,
+  Unsupported: 501,
   Corruption: 500,
   Internal: 500,
 };

@@ -1,0 +1,253 @@
+// AntiEntropy: brings this node's replicas up to date with the other
+// replicas of their vdisks, whatever they missed — writes made while a disk
+// or the node was down whose alien copies were lost, a disk replaced by an
+// empty one, writes a replica took in another order. Every pass compares,
+// for each local replica and each other replica of its vdisk (on another
+// node, or on another disk of this one), the digests of their keys' newest
+// records per bucket (built from the indexes, no value read); for the
+// buckets that differ it compares the entries key by key and copies here
+// every record the other replica holds in a newer version — values and
+// tombstones alike, with their versions, so nothing deleted comes back and
+// nothing newer is overwritten. Each node pulls what it lacks; the other
+// replicas do the same in their own passes, so all converge. Passes run
+// every `intervalMs`, and soon after a peer returns or a disk comes back;
+// copying is limited to `rateBytesPerSecond` of values.
+import { LocalReplica, Backend } from '../backend/backend';
+import { SnapshotEntry } from '../engine/engine';
+import { Logger } from '../logging/logger';
+import { VersionClock } from '../model/clock';
+import { compareRecords, StoredRecord } from '../model/version';
+import { isOysterError } from '../backend/errors';
+import { PeerClient } from './peer-client';
+import { Topology } from './topology';
+
+/** Buckets per vdisk: 2^12 digests are 32 KiB; with a million keys a differing bucket holds about 250. */
+export const DIGEST_BITS = 12;
+/** Differing buckets whose entries are asked for at once. */
+const BUCKETS_PER_REQUEST = 256;
+/** Records copied at once. */
+const COPY_CONCURRENCY = 16;
+
+export interface AntiEntropyParts {
+  topology: Topology;
+  backend: Backend;
+  peers: Map<string, PeerClient>;
+  isAvailable: (node: string) => boolean;
+  clock: VersionClock;
+  keySize: number;
+  intervalMs: number;
+  rateBytesPerSecond: number;
+  log: Logger;
+  /** Records (and their value bytes) copied here from `source`. */
+  onCopied?: (source: string, records: number, bytes: number) => void;
+  /** Bytes of digests and entries received. */
+  onExchanged?: (bytes: number) => void;
+  /** A pass over every vdisk ended (its start and duration). */
+  onPass?: (startedMs: number, seconds: number) => void;
+}
+
+/** Another replica of a vdisk, as a pass reads it. */
+interface Source {
+  name: string;
+  digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
+  entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]>;
+  get(key: Buffer): Promise<StoredRecord | null>;
+}
+
+export interface SyncReport {
+  vdisk: number;
+  source: string;
+  differingBuckets: number;
+  copied: number;
+  bytes: number;
+}
+
+export class AntiEntropy {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private started = false;
+  private stopped = false;
+  // bob nodes do not serve the Replicas service: asked again an hour later.
+  private readonly unsupported = new Map<string, number>();
+  private readonly tokens: TokenBucket;
+
+  constructor(private readonly parts: AntiEntropyParts) {
+    this.tokens = new TokenBucket(parts.rateBytesPerSecond);
+  }
+
+  start(): void {
+    this.started = true;
+    this.schedule(this.parts.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** A pass soon (a peer came back, a disk serves again). */
+  trigger(): void {
+    if (!this.started) return;
+    if (this.running) this.again = true;
+    else this.schedule(1000);
+  }
+
+  /** One pass over every vdisk with a replica here; resolves when it ends. */
+  runOnce(): Promise<void> {
+    this.running ??= this.pass().finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      void this.runOnce().finally(() => {
+        const soon = this.again;
+        this.again = false;
+        this.schedule(soon ? 1000 : this.parts.intervalMs);
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async pass(): Promise<void> {
+    const started = Date.now();
+    const { topology, backend } = this.parts;
+    for (const v of topology.vdisks) {
+      for (const local of backend.localGroups(v.id)) {
+        if (this.stopped) return;
+        if (!local.disk.isReady) continue;
+        for (const source of this.sourcesFor(v.id, local)) {
+          if (this.stopped) return;
+          await this.sync(v.id, local, source).catch((err: Error) => this.failed(v.id, local, source.name, err));
+        }
+      }
+    }
+    this.parts.onPass?.(started, (Date.now() - started) / 1000);
+  }
+
+  private sourcesFor(vdisk: number, local: LocalReplica): Source[] {
+    const { topology, backend, peers } = this.parts;
+    const out: Source[] = [];
+    for (const other of backend.localGroups(vdisk)) {
+      if (other === local || !other.disk.isReady) continue;
+      out.push({
+        name: `${topology.self.name}/${other.disk.name}`,
+        digest: (bits) => other.disk.use(() => other.group().digest(bits)),
+        entries: (bits, buckets) => other.disk.use(() => other.group().entries(bits, buckets)),
+        get: (key) => other.disk.use(() => other.group().get(key)),
+      });
+    }
+    for (const node of topology.targetNodes(vdisk)) {
+      const peer = peers.get(node);
+      if (!peer || !this.parts.isAvailable(node) || (this.unsupported.get(node) ?? 0) > Date.now()) continue;
+      out.push({
+        name: node,
+        digest: (bits) => peer.digest(vdisk, bits),
+        entries: (bits, buckets) => peer.entries(vdisk, bits, buckets, this.parts.keySize),
+        get: (key) => peer.get(key, 'normal'),
+      });
+    }
+    return out;
+  }
+
+  /** Copies into `local` every record `source` holds in a newer version. */
+  async sync(vdisk: number, local: LocalReplica, source: Source): Promise<SyncReport> {
+    const report: SyncReport = { vdisk, source: source.name, differingBuckets: 0, copied: 0, bytes: 0 };
+    const started = Date.now();
+    let lastProgress = started;
+    const [mine, theirs] = await Promise.all([local.disk.use(() => local.group().digest(DIGEST_BITS)), source.digest(DIGEST_BITS)]);
+    this.parts.onExchanged?.(theirs.digests.length);
+    const differing: number[] = [];
+    for (let b = 0; b < 2 ** DIGEST_BITS; b++) {
+      if (mine.digests.readBigUInt64LE(b * 8) !== theirs.digests.readBigUInt64LE(b * 8)) differing.push(b);
+    }
+    report.differingBuckets = differing.length;
+    for (let i = 0; i < differing.length && !this.stopped; i += BUCKETS_PER_REQUEST) {
+      const buckets = differing.slice(i, i + BUCKETS_PER_REQUEST);
+      const [ours, their] = await Promise.all([local.disk.use(() => local.group().entries(DIGEST_BITS, buckets)), source.entries(DIGEST_BITS, buckets)]);
+      this.parts.onExchanged?.(their.length * (17 + this.parts.keySize));
+      const newer = newerThere(ours, their);
+      let next = 0;
+      const worker = async () => {
+        while (next < newer.length && !this.stopped) {
+          const e = newer[next++];
+          const record = await source.get(e.key);
+          // Gone or older meanwhile: nothing to copy (a newer write reached both).
+          if (record === null || compareRecords(record, e) < 0) continue;
+          const bytes = record.kind === 'found' ? record.value.length : 0;
+          await this.tokens.take(bytes + this.parts.keySize);
+          this.parts.clock.observe(record.version);
+          await local.disk.use(() =>
+            record.kind === 'found' ? local.group().put(e.key, record.version, record.value) : local.group().delete(e.key, record.version),
+          );
+          report.copied++;
+          report.bytes += bytes;
+          this.parts.onCopied?.(source.name, 1, bytes);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, newer.length) }, worker));
+      if (Date.now() - lastProgress > 10_000) {
+        lastProgress = Date.now();
+        this.parts.log.info(
+          { vdisk, disk: local.disk.name, source: source.name, copied: report.copied, bytes: report.bytes, buckets: `${Math.min(i + BUCKETS_PER_REQUEST, differing.length)}/${differing.length}`, keysThere: theirs.keys, keysHere: mine.keys },
+          'anti-entropy: copying records from another replica',
+        );
+      }
+    }
+    if (report.copied > 0) {
+      this.parts.log.info(
+        { vdisk, disk: local.disk.name, source: source.name, copied: report.copied, bytes: report.bytes, seconds: (Date.now() - started) / 1000 },
+        'anti-entropy: records copied from another replica',
+      );
+    }
+    return report;
+  }
+
+  private failed(vdisk: number, local: LocalReplica, source: string, err: Error): void {
+    if (isOysterError(err, 'Unsupported')) {
+      this.unsupported.set(source, Date.now() + 3600_000);
+      this.parts.log.info({ peer: source }, 'peer does not serve anti-entropy (a bob node?); left out for an hour');
+      return;
+    }
+    this.parts.log.warn({ vdisk, disk: local.disk.name, source, err: err.message }, 'anti-entropy with a replica failed; next pass retries');
+  }
+}
+
+/** The entries of `theirs` that are newer than (or missing from) `ours`; both sorted by key. */
+export function newerThere(ours: SnapshotEntry[], theirs: SnapshotEntry[]): SnapshotEntry[] {
+  const out: SnapshotEntry[] = [];
+  let i = 0;
+  for (const t of theirs) {
+    while (i < ours.length && Buffer.compare(ours[i].key, t.key) < 0) i++;
+    const mine = i < ours.length && ours[i].key.equals(t.key) ? ours[i] : null;
+    if (mine === null || compareRecords(t, mine) > 0) out.push(t);
+  }
+  return out;
+}
+
+/** At most `rate` units per second, in bursts of up to one second's worth. */
+class TokenBucket {
+  private tokens: number;
+  private last = Date.now();
+
+  constructor(private readonly rate: number) {
+    this.tokens = rate;
+  }
+
+  async take(n: number): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      this.tokens = Math.min(this.rate, this.tokens + ((now - this.last) / 1000) * this.rate);
+      this.last = now;
+      if (this.tokens >= n || this.tokens >= this.rate) {
+        this.tokens -= n;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, Math.ceil(((n - this.tokens) / this.rate) * 1000)));
+    }
+  }
+}
