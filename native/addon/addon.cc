@@ -6,6 +6,7 @@
 
 #include "addon/addon_data.h"
 #include "addon/engine_wrap.h"
+#include "addon/files_wrap.h"
 #include "addon/tools_wrap.h"
 #include "engine/format.h"
 #include "engine/index_format.h"
@@ -47,6 +48,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("EngineSet", EngineSetWrap::Define(env));
   exports.Set("crc32c", Napi::Function::New(env, &Crc32c, "crc32c"));
   exports.Set("tools", ToolsExports(env));
+  exports.Set("files", FilesExports(env));
   exports.Set("poolSize", Napi::Number::New(env, data->pool()->size()));
   exports.Set("crc32cHardware", Napi::Boolean::New(env, crc32c::HardwareAccelerated()));
   Napi::Object format = Napi::Object::New(env);

@@ -37,4 +37,6 @@ export const GRPC_PERMISSION: Record<string, number> = {
   Ping: 0,
   Digest: Permission.read,
   Entries: Permission.read,
+  Files: Permission.read,
+  ReadFile: Permission.read,
 };

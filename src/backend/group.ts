@@ -259,6 +259,35 @@ export class Group {
     return this.guard(() => this.engines.entries(bits, buckets));
   }
 
+  /**
+   * The closed files of the attached partitions: every blob that has its
+   * index file, and that index file — immutable, so another replica can copy
+   * them whole (a refill). Active blobs and blobs whose index is still being
+   * built are left out; their records travel key by key.
+   */
+  async closedFiles(): Promise<Array<{ partition: string; files: Array<{ name: string; size: number }> }>> {
+    return this.guard(async () => {
+      const out: Array<{ partition: string; files: Array<{ name: string; size: number }> }> = [];
+      for (const h of this.holders) {
+        const prefix = this.blobFilePrefix(h.dirName);
+        const names = new Set(await fs.promises.readdir(h.dir));
+        const files: Array<{ name: string; size: number }> = [];
+        for (const name of names) {
+          const m = /^(.+)\.(\d{1,19})\.blob$/.exec(name);
+          if (!m || m[1] !== prefix || !names.has(`${m[1]}.${m[2]}.index`)) continue;
+          for (const f of [name, `${m[1]}.${m[2]}.index`]) files.push({ name: f, size: (await fs.promises.stat(path.join(h.dir, f))).size });
+        }
+        if (files.length > 0) out.push({ partition: h.dirName, files });
+      }
+      return out;
+    });
+  }
+
+  /** The names of the blob and index files of partition `dirName` start with this (and a dot). */
+  blobFilePrefix(dirName: string): string {
+    return `${this.options.blobPrefix}_${parsePartitionName(dirName)?.suffix ?? ''}`;
+  }
+
   // ------------------------------------------------------------ partitions
 
   partitions(): Holder[] {
@@ -474,8 +503,7 @@ export class Group {
   }
 
   private async openHolder(name: string, start: number): Promise<Holder> {
-    const suffix = parsePartitionName(name)?.suffix ?? '';
-    const options: EngineOptions = { ...this.options.engine, blobFilePrefix: `${this.options.blobPrefix}_${suffix}` };
+    const options: EngineOptions = { ...this.options.engine, blobFilePrefix: this.blobFilePrefix(name) };
     let lastError: unknown;
     for (let attempt = 0; attempt < Math.max(1, this.options.openAttempts); attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, this.options.openRetryDelayMs));

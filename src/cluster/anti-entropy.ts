@@ -8,12 +8,18 @@
 // buckets that differ it compares the entries key by key and copies here
 // every record the other replica holds in a newer version — values and
 // tombstones alike, with their versions, so nothing deleted comes back and
-// nothing newer is overwritten. Each node pulls what it lacks; the other
-// replicas do the same in their own passes, so all converge. Passes run
+// nothing newer is overwritten. A replica that holds less than half of
+// another's keys (a replaced disk) first copies that one's closed partition
+// files whole, which is as fast as copying files, then compares keys. Each node pulls what it lacks; the
+// other replicas do the same in their own passes, so all converge. Passes run
 // every `intervalMs`, and soon after a peer returns or a disk comes back;
 // copying is limited to `rateBytesPerSecond` of values.
+import fs from 'node:fs';
+import path from 'node:path';
 import { LocalReplica, Backend } from '../backend/backend';
+import { parsePartitionName } from '../backend/partition';
 import { SnapshotEntry } from '../engine/engine';
+import { files } from '../engine/files';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, StoredRecord } from '../model/version';
@@ -27,6 +33,9 @@ export const DIGEST_BITS = 12;
 const BUCKETS_PER_REQUEST = 256;
 /** Records copied at once. */
 const COPY_CONCURRENCY = 16;
+/** A refill copies files in chunks of this size, this many at once. */
+const REFILL_CHUNK = 4 * 1024 * 1024;
+const REFILL_CHUNKS_IN_FLIGHT = 4;
 
 export interface AntiEntropyParts {
   topology: Topology;
@@ -52,6 +61,9 @@ interface Source {
   digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
   entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]>;
   get(key: Buffer): Promise<StoredRecord | null>;
+  /** Its closed partition files, for an empty replica to copy whole (peers only). */
+  files?(): Promise<Array<{ partition: string; files: Array<{ name: string; size: number }> }>>;
+  readFile?(partition: string, name: string, offset: number, length: number): Promise<Buffer>;
 }
 
 export interface SyncReport {
@@ -149,6 +161,8 @@ export class AntiEntropy {
         digest: (bits) => peer.digest(vdisk, bits),
         entries: (bits, buckets) => peer.entries(vdisk, bits, buckets, this.parts.keySize),
         get: (key) => peer.get(key, 'normal'),
+        files: () => peer.files(vdisk),
+        readFile: (partition, name, offset, length) => peer.readFile(vdisk, partition, name, offset, length),
       });
     }
     return out;
@@ -159,8 +173,20 @@ export class AntiEntropy {
     const report: SyncReport = { vdisk, source: source.name, differingBuckets: 0, copied: 0, bytes: 0 };
     const started = Date.now();
     let lastProgress = started;
-    const [mine, theirs] = await Promise.all([local.disk.use(() => local.group().digest(DIGEST_BITS)), source.digest(DIGEST_BITS)]);
+    let [mine, theirs] = await Promise.all([local.disk.use(() => local.group().digest(DIGEST_BITS)), source.digest(DIGEST_BITS)]);
     this.parts.onExchanged?.(theirs.digests.length);
+    if (mine.keys * 2 < theirs.keys && source.files) {
+      // A replica holding less than half of the other's keys (a replaced
+      // disk, refilled meanwhile only by a few writes and read repairs): the
+      // other's closed files first, copied whole, then key by key what they
+      // do not hold. Records it holds already are copied again, harmlessly.
+      const copied = await this.refill(vdisk, local, source);
+      report.bytes += copied.bytes;
+      const before = mine.keys;
+      mine = await local.disk.use(() => local.group().digest(DIGEST_BITS));
+      report.copied += mine.keys - before;
+      this.parts.onCopied?.(source.name, mine.keys - before, copied.bytes);
+    }
     const differing: number[] = [];
     for (let b = 0; b < 2 ** DIGEST_BITS; b++) {
       if (mine.digests.readBigUInt64LE(b * 8) !== theirs.digests.readBigUInt64LE(b * 8)) differing.push(b);
@@ -205,6 +231,75 @@ export class AntiEntropy {
       );
     }
     return report;
+  }
+
+  /**
+   * Copies the closed partition files of `source` into the local replica:
+   * each partition into a directory whose name is no partition's, synced,
+   * then renamed into place and attached. A partition of that name already
+   * here is left alone.
+   */
+  private async refill(vdisk: number, local: LocalReplica, source: Source): Promise<{ partitions: number; bytes: number }> {
+    const started = Date.now();
+    const group = local.group();
+    const listed = await source.files!();
+    const here = new Set(await local.disk.use(() => files.list(group.dir)));
+    const total = listed.reduce((a, p) => a + p.files.reduce((b, f) => b + f.size, 0), 0);
+    let bytes = 0;
+    let partitions = 0;
+    let lastProgress = started;
+    for (const p of listed) {
+      if (this.stopped) break;
+      const prefix = group.blobFilePrefix(p.partition);
+      if (here.has(p.partition) || parsePartitionName(p.partition) === null || p.files.some((f) => !f.name.startsWith(`${prefix}.`))) continue;
+      const tmp = path.join(group.dir, `.refill.${p.partition}`);
+      await fs.promises.rm(tmp, { recursive: true, force: true });
+      await local.disk.use(() => files.createDir(tmp));
+      try {
+        for (const f of p.files) {
+          const target = path.join(tmp, f.name);
+          let offset = 0;
+          let created = false;
+          // A few chunks in flight: reading there overlaps writing here.
+          const chunks: number[] = [];
+          for (let at = 0; at < f.size; at += REFILL_CHUNK) chunks.push(at);
+          if (chunks.length === 0) chunks.push(0);
+          for (let i = 0; i < chunks.length; i += REFILL_CHUNKS_IN_FLIGHT) {
+            const batch = chunks.slice(i, i + REFILL_CHUNKS_IN_FLIGHT);
+            const datas = await Promise.all(batch.map((at) => source.readFile!(p.partition, f.name, at, Math.max(1, Math.min(REFILL_CHUNK, f.size - at)))));
+            for (const [j, data] of datas.entries()) {
+              if (batch[j] !== offset) throw new Error(`${p.partition}/${f.name}: chunk at ${batch[j]}, expected ${offset}`);
+              await this.tokens.take(data.length);
+              await local.disk.use(() => files.write(target, offset, data, !created));
+              created = true;
+              offset += data.length;
+              bytes += data.length;
+            }
+          }
+          if (offset !== f.size) throw new Error(`${p.partition}/${f.name}: copied ${offset} of ${f.size} bytes`);
+          await local.disk.use(() => files.sync(target));
+        }
+        await local.disk.use(async () => {
+          await files.syncDir(tmp);
+          await files.rename(tmp, path.join(group.dir, p.partition));
+          await files.syncDir(group.dir);
+        });
+        partitions++;
+      } catch (err) {
+        await fs.promises.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+        throw err;
+      }
+      if (Date.now() - lastProgress > 10_000) {
+        lastProgress = Date.now();
+        this.parts.log.info({ vdisk, disk: local.disk.name, source: source.name, partitions, bytes, of: total }, 'anti-entropy: refilling a replica with whole partitions');
+      }
+    }
+    await local.disk.use(() => group.attachAll());
+    this.parts.log.info(
+      { vdisk, disk: local.disk.name, source: source.name, partitions, bytes, seconds: (Date.now() - started) / 1000 },
+      'anti-entropy: replica refilled with whole partitions; comparing keys next',
+    );
+    return { partitions, bytes };
   }
 
   private failed(vdisk: number, local: LocalReplica, source: string, err: Error): void {

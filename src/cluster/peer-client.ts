@@ -4,7 +4,17 @@ import * as grpc from '@grpc/grpc-js';
 import { GetSource } from '../backend/backend';
 import { errors, isOysterError } from '../backend/errors';
 import { SnapshotEntry } from '../engine/engine';
-import { BobApi, BlobMsg, DigestResponseMsg, EntriesResponseMsg, ExistResponseMsg, GetSource as Source, Replicas } from '../grpc/proto';
+import {
+  BobApi,
+  BlobMsg,
+  DigestResponseMsg,
+  EntriesResponseMsg,
+  ExistResponseMsg,
+  FilesResponseMsg,
+  GetSource as Source,
+  ReadFileResponseMsg,
+  Replicas,
+} from '../grpc/proto';
 import { fromStatus } from '../grpc/status';
 import { decodeEntries, decodeStates, metaVersion, versionMeta } from '../grpc/versions';
 import { StoredRecord, Version } from '../model/version';
@@ -147,5 +157,17 @@ export class PeerClient implements NodeApi {
     const entries = decodeEntries(res.entries, keySize);
     if (entries === null) throw errors.failed(`peer ${this.name} sent malformed entries`);
     return entries;
+  }
+
+  /** The closed files of the peer's replica of the vdisk (Replicas.Files). */
+  async files(vdisk: number): Promise<Array<{ partition: string; files: Array<{ name: string; size: number }> }>> {
+    const res = await this.call<FilesResponseMsg>('Files', { vdisk }, this.auth, false, this.replicas);
+    return res.partitions.map((p) => ({ partition: p.partition, files: p.files.map((f) => ({ name: f.name, size: Number(f.size) })) }));
+  }
+
+  /** Bytes of one of those files (Replicas.ReadFile), at most 4 MiB. */
+  async readFile(vdisk: number, partition: string, name: string, offset: number, length: number): Promise<Buffer> {
+    const res = await this.call<ReadFileResponseMsg>('ReadFile', { vdisk, partition, name, offset: String(offset), length }, this.auth, false, this.replicas);
+    return res.data;
   }
 }

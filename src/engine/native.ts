@@ -73,11 +73,23 @@ export interface NativeEngineSet {
   entries(bits: number, buckets: Uint32Array): Promise<Buffer>;
 }
 
+/** Whole-file operations on the engine threads (native/addon/files_wrap.h). */
+export interface NativeFiles {
+  read(path: string, offset: number, length: number): Promise<Buffer>;
+  write(path: string, offset: number, data: Buffer, create: boolean): Promise<void>;
+  sync(path: string): Promise<void>;
+  syncDir(dir: string): Promise<void>;
+  createDir(dir: string): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  remove(path: string): Promise<void>;
+  list(dir: string): Promise<string[]>;
+}
 
 export interface NativeAddon {
   open(dir: string, options: NativeOpenOptions): Promise<{ engine: NativeEngine; recovery: NativeRecovery }>;
   EngineSet: new (engines: NativeEngine[], into: Buffer, meta: Float64Array) => NativeEngineSet;
   crc32c(data: Buffer): number;
+  files: NativeFiles;
   poolSize: number;
   crc32cHardware: boolean;
   format: { blobHeaderSize: number; recordFixedSize: number; indexHeaderSize: number; indexBlockSize: number };

@@ -85,3 +85,19 @@ export interface EntriesRequestMsg {
 export interface EntriesResponseMsg {
   entries: Buffer;
 }
+export interface FilesRequestMsg {
+  vdisk: number;
+}
+export interface FilesResponseMsg {
+  partitions: Array<{ partition: string; files: Array<{ name: string; size: string | number }> }>;
+}
+export interface ReadFileRequestMsg {
+  vdisk: number;
+  partition: string;
+  name: string;
+  offset: string | number;
+  length: number;
+}
+export interface ReadFileResponseMsg {
+  data: Buffer;
+}

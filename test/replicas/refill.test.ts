@@ -2,7 +2,8 @@
 // 2-node cluster (every vdisk on both nodes) n1's disk is wiped while n1 is
 // down; when n1 returns with the empty disk, reads through either node never
 // answer 404 for a key the other replica holds, and anti-entropy copies
-// everything back (progress in the log and the metrics).
+// everything back — n0's closed partition files whole, the rest key by key
+// (progress in the log and the metrics).
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -18,7 +19,8 @@ t.test('an empty disk replacing a full one is refilled, and reads never miss mea
     nodes: NODES,
     replicas: [NODES, NODES, NODES, NODES],
     keySize: 8,
-    opts: { quorum: 1, checkInterval: '500ms', extra: { anti_entropy: { interval: '2s' } } },
+    // Small blobs: most of n0's records sit in closed blobs, which the refill copies whole.
+    opts: { quorum: 1, checkInterval: '500ms', maxDataInBlob: 300, extra: { anti_entropy: { interval: '2s' } } },
   });
   await c.waitLinks();
   const rest = new Rest();
@@ -85,5 +87,5 @@ t.test('an empty disk replacing a full one is refilled, and reads never miss mea
     NODES.map(async (n) => Number(/oyster_read_repairs_total\{[^}]*outcome="repaired"[^}]*\} (\d+)/.exec((await c.rest(n, 'GET', '/metrics')).text)?.[1] ?? 0)),
   );
   t.ok(copied > 0 && copied + repaired[0] + repaired[1] >= KEYS, `anti-entropy copied ${copied} records to n1, read repair wrote ${repaired[0] + repaired[1]}`);
-  t.ok(c.proc('n1').output.some((l) => l.includes('anti-entropy: records copied from another replica') && l.includes('"source":"n0"')), 'the refill is logged');
+  t.ok(c.proc('n1').output.some((l) => l.includes('anti-entropy: replica refilled with whole partitions') && l.includes('"source":"n0"')), 'whole partitions were copied, and that is logged');
 });

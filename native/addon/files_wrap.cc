@@ -1,0 +1,275 @@
+#include "addon/files_wrap.h"
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addon/addon_data.h"
+#include "addon/js_status.h"
+#include "util/file_system.h"
+
+namespace oyster {
+namespace {
+
+constexpr double kMaxSafeInteger = 9007199254740991.0;
+// One read's buffer is allocated whole before the read: a bound on the
+// memory a caller can make the addon take at once.
+constexpr double kMaxReadLength = 64 << 20;
+
+// One file operation: Run on the pool, its promise settled on the
+// JavaScript thread (the engine binding's Op pattern).
+class FileOp : public Completion {
+ public:
+  // Schedules the work; returns the promise.
+  Napi::Value Start(Napi::Env env) {
+    Napi::Promise promise = deferred_.Promise();
+    data_->pool()->Schedule([this] {
+      status_ = Run();
+      data_->queue()->Push(this);
+    });
+    return promise;
+  }
+
+  void Complete(napi_env raw) override {
+    Napi::Env env(raw);
+    if (status_.ok()) {
+      deferred_.Resolve(Result(env));
+    } else {
+      deferred_.Reject(StatusToError(env, status_).Value());
+    }
+  }
+
+ protected:
+  explicit FileOp(Napi::Env env)
+      : deferred_(Napi::Promise::Deferred::New(env)), data_(env.GetInstanceData<AddonData>()) {
+    data_->queue()->Begin();
+  }
+
+  virtual Status Run() = 0;
+  virtual Napi::Value Result(Napi::Env env) { return env.Undefined(); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  AddonData* data_;
+  Status status_;
+};
+
+// The operations without a result: one call of the file system.
+class CallOp final : public FileOp {
+ public:
+  CallOp(Napi::Env env, std::function<Status()> call) : FileOp(env), call_(std::move(call)) {}
+
+ private:
+  Status Run() override { return call_(); }
+
+  std::function<Status()> call_;
+};
+
+class ReadOp final : public FileOp {
+ public:
+  ReadOp(Napi::Env env, std::string path, uint64_t offset, size_t length)
+      : FileOp(env), path_(std::move(path)), offset_(offset), length_(length) {}
+
+ private:
+  Status Run() override {
+    std::unique_ptr<File> file;
+    Status s = OpenReadOnlyFile(path_, &file);
+    if (!s.ok()) return s;
+    buf_.reset(new char[length_]);
+    return file->Read(offset_, length_, buf_.get(), &read_);
+  }
+
+  Napi::Value Result(Napi::Env env) override {
+    // A short read (the end of the file) is copied rather than keeping the
+    // whole allocation alive behind a few bytes.
+    if (read_ < length_) return Napi::Buffer<char>::Copy(env, buf_.get(), read_);
+    return Napi::Buffer<char>::New(env, buf_.release(), read_, [](Napi::Env, char* p) { delete[] p; });
+  }
+
+  const std::string path_;
+  const uint64_t offset_;
+  const size_t length_;
+  std::unique_ptr<char[]> buf_;
+  size_t read_ = 0;
+};
+
+class WriteOp final : public FileOp {
+ public:
+  WriteOp(Napi::Env env, std::string path, uint64_t offset, Napi::Uint8Array data, bool create)
+      : FileOp(env),
+        path_(std::move(path)),
+        offset_(offset),
+        bytes_(reinterpret_cast<const char*>(data.Data())),
+        size_(data.ByteLength()),
+        create_(create) {
+    // The pool writes from the Buffer's own memory, which the reference
+    // keeps alive until the write is over.
+    napi_create_reference(env, data, 1, &data_ref_);
+  }
+
+  void Complete(napi_env env) override {
+    napi_delete_reference(env, data_ref_);
+    FileOp::Complete(env);
+  }
+
+ private:
+  Status Run() override {
+    std::unique_ptr<File> file;
+    Status s = FileSystem::Default()->OpenFile(path_, create_, &file);
+    if (!s.ok()) return s;
+    IoSlice slice = {bytes_, size_};
+    return file->Write(offset_, &slice, 1);
+  }
+
+  const std::string path_;
+  const uint64_t offset_;
+  const char* const bytes_;
+  const size_t size_;
+  const bool create_;
+  napi_ref data_ref_ = nullptr;
+};
+
+class ListOp final : public FileOp {
+ public:
+  ListOp(Napi::Env env, std::string dir) : FileOp(env), dir_(std::move(dir)) {}
+
+ private:
+  Status Run() override { return FileSystem::Default()->ListDir(dir_, &names_); }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Array a = Napi::Array::New(env, names_.size());
+    for (uint32_t i = 0; i < names_.size(); i++) a.Set(i, Napi::String::New(env, names_[i]));
+    return a;
+  }
+
+  const std::string dir_;
+  std::vector<std::string> names_;
+};
+
+// Argument i as a path; throws and returns false unless it is a string. A
+// NUL would end the path early, so that another file than the one named
+// would be used: refused, as Node's fs refuses it.
+bool PathArg(const Napi::CallbackInfo& info, size_t i, const char* name, std::string* out) {
+  Napi::Env env = info.Env();
+  if (!info[i].IsString()) {
+    Napi::TypeError::New(env, std::string(name) + " must be a string").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = info[i].As<Napi::String>().Utf8Value();
+  if (out->find('\0') != std::string::npos) {
+    Napi::TypeError::New(env, std::string(name) + " must not contain NUL characters").ThrowAsJavaScriptException();
+    return false;
+  }
+  return true;
+}
+
+// Argument i as an integer in 0..max (`range` spells it out for the error);
+// throws and returns false otherwise.
+bool IntegerArg(const Napi::CallbackInfo& info, size_t i, const char* name, double max, const char* range,
+                uint64_t* out) {
+  Napi::Env env = info.Env();
+  if (!info[i].IsNumber()) {
+    Napi::TypeError::New(env, std::string(name) + " must be a number").ThrowAsJavaScriptException();
+    return false;
+  }
+  double d = info[i].As<Napi::Number>().DoubleValue();
+  if (!(d >= 0) || d > max || std::floor(d) != d) {
+    Napi::RangeError::New(env, std::string(name) + " must be an integer in " + range).ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = static_cast<uint64_t>(d);
+  return true;
+}
+
+Napi::Value Call(Napi::Env env, std::function<Status()> call) {
+  return (new CallOp(env, std::move(call)))->Start(env);
+}
+
+Napi::Value Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path;
+  uint64_t offset, length;
+  if (!PathArg(info, 0, "path", &path) || !IntegerArg(info, 1, "offset", kMaxSafeInteger, "0..2^53-1", &offset) ||
+      !IntegerArg(info, 2, "length", kMaxReadLength, "0..64 MiB", &length)) {
+    return env.Undefined();
+  }
+  return (new ReadOp(env, std::move(path), offset, static_cast<size_t>(length)))->Start(env);
+}
+
+Napi::Value Write(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path;
+  uint64_t offset;
+  if (!PathArg(info, 0, "path", &path) || !IntegerArg(info, 1, "offset", kMaxSafeInteger, "0..2^53-1", &offset)) {
+    return env.Undefined();
+  }
+  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    Napi::TypeError::New(env, "data must be a Buffer").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!info[3].IsBoolean()) {
+    Napi::TypeError::New(env, "create must be a boolean").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* op = new WriteOp(env, std::move(path), offset, info[2].As<Napi::Uint8Array>(), info[3].As<Napi::Boolean>());
+  return op->Start(env);
+}
+
+Napi::Value Sync(const Napi::CallbackInfo& info) {
+  std::string path;
+  if (!PathArg(info, 0, "path", &path)) return info.Env().Undefined();
+  return Call(info.Env(), [path] {
+    std::unique_ptr<File> file;
+    Status s = FileSystem::Default()->OpenFile(path, false, &file);
+    return s.ok() ? file->Sync() : s;
+  });
+}
+
+Napi::Value SyncDir(const Napi::CallbackInfo& info) {
+  std::string dir;
+  if (!PathArg(info, 0, "dir", &dir)) return info.Env().Undefined();
+  return Call(info.Env(), [dir] { return FileSystem::Default()->SyncDir(dir); });
+}
+
+Napi::Value CreateDir(const Napi::CallbackInfo& info) {
+  std::string dir;
+  if (!PathArg(info, 0, "dir", &dir)) return info.Env().Undefined();
+  return Call(info.Env(), [dir] { return FileSystem::Default()->CreateDir(dir); });
+}
+
+Napi::Value Rename(const Napi::CallbackInfo& info) {
+  std::string from, to;
+  if (!PathArg(info, 0, "from", &from) || !PathArg(info, 1, "to", &to)) return info.Env().Undefined();
+  return Call(info.Env(), [from, to] { return FileSystem::Default()->Rename(from, to); });
+}
+
+Napi::Value Remove(const Napi::CallbackInfo& info) {
+  std::string path;
+  if (!PathArg(info, 0, "path", &path)) return info.Env().Undefined();
+  return Call(info.Env(), [path] { return FileSystem::Default()->Remove(path); });
+}
+
+Napi::Value List(const Napi::CallbackInfo& info) {
+  std::string dir;
+  if (!PathArg(info, 0, "dir", &dir)) return info.Env().Undefined();
+  return (new ListOp(info.Env(), std::move(dir)))->Start(info.Env());
+}
+
+}  // namespace
+
+Napi::Object FilesExports(Napi::Env env) {
+  Napi::Object files = Napi::Object::New(env);
+  files.Set("read", Napi::Function::New(env, &Read, "read"));
+  files.Set("write", Napi::Function::New(env, &Write, "write"));
+  files.Set("sync", Napi::Function::New(env, &Sync, "sync"));
+  files.Set("syncDir", Napi::Function::New(env, &SyncDir, "syncDir"));
+  files.Set("createDir", Napi::Function::New(env, &CreateDir, "createDir"));
+  files.Set("rename", Napi::Function::New(env, &Rename, "rename"));
+  files.Set("remove", Napi::Function::New(env, &Remove, "remove"));
+  files.Set("list", Napi::Function::New(env, &List, "list"));
+  return files;
+}
+
+}  // namespace oyster
