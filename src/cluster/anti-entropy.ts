@@ -35,7 +35,7 @@ const BUCKETS_PER_REQUEST = 256;
 const COPY_CONCURRENCY = 16;
 /** A refill copies files in chunks of this size, this many at once. */
 const REFILL_CHUNK = 4 * 1024 * 1024;
-const REFILL_CHUNKS_IN_FLIGHT = 4;
+const REFILL_CHUNKS_IN_FLIGHT = 8;
 
 export interface AntiEntropyParts {
   topology: Topology;
@@ -256,29 +256,7 @@ export class AntiEntropy {
       await fs.promises.rm(tmp, { recursive: true, force: true });
       await local.disk.use(() => files.createDir(tmp));
       try {
-        for (const f of p.files) {
-          const target = path.join(tmp, f.name);
-          let offset = 0;
-          let created = false;
-          // A few chunks in flight: reading there overlaps writing here.
-          const chunks: number[] = [];
-          for (let at = 0; at < f.size; at += REFILL_CHUNK) chunks.push(at);
-          if (chunks.length === 0) chunks.push(0);
-          for (let i = 0; i < chunks.length; i += REFILL_CHUNKS_IN_FLIGHT) {
-            const batch = chunks.slice(i, i + REFILL_CHUNKS_IN_FLIGHT);
-            const datas = await Promise.all(batch.map((at) => source.readFile!(p.partition, f.name, at, Math.max(1, Math.min(REFILL_CHUNK, f.size - at)))));
-            for (const [j, data] of datas.entries()) {
-              if (batch[j] !== offset) throw new Error(`${p.partition}/${f.name}: chunk at ${batch[j]}, expected ${offset}`);
-              await this.tokens.take(data.length);
-              await local.disk.use(() => files.write(target, offset, data, !created));
-              created = true;
-              offset += data.length;
-              bytes += data.length;
-            }
-          }
-          if (offset !== f.size) throw new Error(`${p.partition}/${f.name}: copied ${offset} of ${f.size} bytes`);
-          await local.disk.use(() => files.sync(target));
-        }
+        for (const f of p.files) bytes += await this.copyFile(local, source, p.partition, f, path.join(tmp, f.name));
         await local.disk.use(async () => {
           await files.syncDir(tmp);
           await files.rename(tmp, path.join(group.dir, p.partition));
@@ -300,6 +278,31 @@ export class AntiEntropy {
       'anti-entropy: replica refilled with whole partitions; comparing keys next',
     );
     return { partitions, bytes };
+  }
+
+  /**
+   * Copies one closed file of `source` to `target` (created, then synced):
+   * chunks travel and are written several at a time, each at its own
+   * offset, so reading there and writing here overlap. Returns its bytes.
+   */
+  private async copyFile(local: LocalReplica, source: Source, partition: string, f: { name: string; size: number }, target: string): Promise<number> {
+    await local.disk.use(() => files.write(target, 0, Buffer.alloc(0), true));
+    let next = 0;
+    const worker = async () => {
+      while (next < f.size && !this.stopped) {
+        const at = next;
+        next += REFILL_CHUNK;
+        const length = Math.min(REFILL_CHUNK, f.size - at);
+        const data = await source.readFile!(partition, f.name, at, length);
+        if (data.length !== length) throw new Error(`${partition}/${f.name}: ${data.length} bytes at ${at} instead of ${length}: the file changed`);
+        await this.tokens.take(length);
+        await local.disk.use(() => files.write(target, at, data, false));
+      }
+    };
+    await Promise.all(Array.from({ length: REFILL_CHUNKS_IN_FLIGHT }, worker));
+    if (next < f.size) throw new Error('anti-entropy stopped');
+    await local.disk.use(() => files.sync(target));
+    return f.size;
   }
 
   private failed(vdisk: number, local: LocalReplica, source: string, err: Error): void {

@@ -58,6 +58,9 @@ export class PeerClient implements NodeApi {
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': options.maxReconnectBackoffMs,
       'grpc.enable_retries': 0,
+      // HTTP/2's default window (64 KiB) lets a 4 MiB chunk of a refill
+      // cross in many round trips.
+      'grpc-node.flow_control_window': 16 * 1024 * 1024,
       ...options.channelOptions,
     }) as grpc.Client & Record<string, Unary<unknown, unknown>>;
     this.replicas = new Replicas(options.address, options.credentials ?? grpc.credentials.createInsecure(), {
