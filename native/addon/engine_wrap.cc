@@ -528,6 +528,7 @@ Napi::Function EngineSetWrap::Define(Napi::Env env) {
                          InstanceMethod<&EngineSetWrap::GetNewest>("getNewest"),
                          InstanceMethod<&EngineSetWrap::ReadNewestNow>("readNewestNow"),
                          InstanceMethod<&EngineSetWrap::LookupNewest>("lookupNewest"),
+                         InstanceMethod<&EngineSetWrap::LookupNewestNow>("lookupNewestNow"),
                          InstanceMethod<&EngineSetWrap::Digest>("digest"),
                          InstanceMethod<&EngineSetWrap::Entries>("entries"),
                      });
@@ -605,6 +606,26 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
   if (newest.kind == GetResult::kDeleted) return Napi::Number::New(env, -2);
   std::memcpy(into_, read_.record.value(), read_.record.value_size);
   return Napi::Number::New(env, static_cast<double>(read_.record.value_size));
+}
+
+Napi::Value EngineSetWrap::LookupNewestNow(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* key = KeyArg(info);
+  if (key == nullptr) return env.Undefined();
+  ReadOptions no_wait;
+  no_wait.no_wait = true;
+  LookupResult newest;
+  Status s = set_->Lookup(no_wait, key, &newest);
+  if (s.IsWouldBlock()) return env.Undefined();
+  if (!s.ok()) {
+    StatusToError(env, s).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (newest.kind == GetResult::kAbsent) return Napi::Number::New(env, -1);
+  meta_[0] = static_cast<double>(newest.version.timestamp);
+  meta_[1] = static_cast<double>(newest.version.tick());
+  meta_[2] = newest.version.node();
+  return Napi::Number::New(env, newest.kind == GetResult::kDeleted ? -2 : 1);
 }
 
 Napi::Value EngineSetWrap::LookupNewest(const Napi::CallbackInfo& info) {

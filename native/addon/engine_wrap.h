@@ -72,6 +72,11 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   Napi::Value ReadNewestNow(const Napi::CallbackInfo& info);
   // lookupNewest(keys) -> Promise<Array<KeyState | null>>
   Napi::Value LookupNewest(const Napi::CallbackInfo& info);
+  // lookupNewestNow(key) -> number | undefined: lookupNewest of one key
+  // answered at once from memory and the page cache: -1 no record, -2 a
+  // tombstone, 1 a value; meta is [timestamp, tick, node]. undefined where
+  // that would mean waiting, as for readNewestNow.
+  Napi::Value LookupNewestNow(const Napi::CallbackInfo& info);
   // digest(bits) -> Promise<{ digests: Buffer, keys: number }>: EngineSet::Digest,
   // the 2^bits digests as u64 LE each (bits 0..16).
   Napi::Value Digest(const Napi::CallbackInfo& info);

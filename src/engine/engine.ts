@@ -201,6 +201,19 @@ export class EngineSet {
     return { kind: 'found', version, value };
   }
 
+  /**
+   * The newest record (without value) of key at once, on this thread, when
+   * memory and the page cache hold the index entries needed; undefined when
+   * it would have to wait. Throws what lookupNewest would reject with.
+   */
+  lookupNewestNow(key: Buffer): KeyState | null | undefined {
+    if (this.handle === null) return null;
+    const n = this.handle.lookupNewestNow(key);
+    if (n === undefined) return undefined;
+    if (n === -1) return null;
+    return { kind: n === -2 ? 'deleted' : 'found', version: { timestamp: nowMeta[0], tick: nowMeta[1], node: nowMeta[2] } };
+  }
+
   /** The newest record (without value) of each key. */
   lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>> {
     return this.handle === null ? Promise.resolve(keys.map(() => null)) : settle(() => this.handle!.lookupNewest(keys));

@@ -67,6 +67,8 @@ export interface NativeEngineSet {
    */
   readNewestNow(key: Buffer): number | undefined;
   lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>>;
+  /** lookupNewest of one key without waiting: -1 no record, -2 tombstone, 1 value, undefined if it would wait; meta = [timestamp, tick, node]. */
+  lookupNewestNow(key: Buffer): number | undefined;
   /** 2^bits digests (u64 LE each) of the newest records of the keys, bucketed; bits 0..16. */
   digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
   /** The newest records of the keys of `buckets` (each below 2^bits), packed as snapshot packs them, sorted by key. */

@@ -207,7 +207,17 @@ t.test('an EngineSet resolves versions across engines, on the engine threads and
     null,
     { kind: 'deleted', version: ver(11, 2, 2) },
   ]);
+  for (const [k, want] of [
+    [k1, { kind: 'found', version: ver(200, 3, 4) }],
+    [k2, { kind: 'deleted', version: ver(60, 7, 8) }],
+    [keyOf(3), null],
+    [keyOf(6), { kind: 'found', version: ver(300) }],
+    [keyOf(8), { kind: 'deleted', version: ver(11, 2, 2) }],
+  ] as const) {
+    t.same(abc.lookupNewestNow(k), want, `lookupNewestNow of key ${k.readUInt8(0)} agrees with lookupNewest (large values included)`);
+  }
   const none = new EngineSet([]);
+  t.equal(none.lookupNewestNow(k1), null);
   t.equal(await none.getNewest(k1), null, 'no engines: no record');
   t.equal(none.readNewestNow(k1), null);
   t.same(await none.lookupNewest([k1, k2]), [null, null]);
@@ -218,6 +228,7 @@ t.test('an EngineSet resolves versions across engines, on the engine threads and
   t.throws(() => new EngineSet([a, other]), /one key size/);
   await Promise.all([a, b, c, other].map((e) => e.close()));
   t.throws(() => abc.readNewestNow(k1), { code: EngineErrorCode.closed }, 'a closed engine throws OYSTER_CLOSED at once');
+  t.throws(() => abc.lookupNewestNow(k1), { code: EngineErrorCode.closed }, 'lookupNewestNow too');
 });
 
 t.test('snapshot lists the newest record of every key across blobs', async (t) => {
