@@ -8,11 +8,12 @@
 // oysterd processes on loopback, spawned as the tests do; requests go round
 // robin to every node of the setup with `--concurrency` in flight, 1 KiB
 // values. Per setup and interface: `--keys` PUTs of new keys, then `--ops`
-// GETs of random stored keys (after a short warm-up). Prints a markdown table.
+// GETs of random stored keys (after a short warm-up). Prints a markdown table
+// with the CPU time (utime + stime) of all node processes per request.
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
 import { BobClient, keyBytes } from '../test/helpers/grpc-client';
 import fs from 'node:fs';
-import { arg, benchDir, fmt, machine, Phase, restClient, sequence, table, timedWindow } from './lib';
+import { arg, benchDir, cpuSeconds, fmt, machine, Phase, restClient, sequence, table, timedWindow } from './lib';
 
 const KEYS = arg('keys', 20_000);
 const OPS = arg('ops', 20_000);
@@ -29,11 +30,16 @@ interface Setup {
   quorum: number;
 }
 
+/** A phase with the CPU time of every node process (utime + stime) per request, µs. */
+interface Measured extends Phase {
+  cpuUs: number;
+}
+
 interface Result {
-  restPut: Phase;
-  restGet: Phase;
-  grpcPut: Phase;
-  grpcGet: Phase;
+  restPut: Measured;
+  restGet: Measured;
+  grpcPut: Measured;
+  grpcGet: Measured;
 }
 
 async function measure(setup: Setup): Promise<Result> {
@@ -74,11 +80,17 @@ async function measure(setup: Setup): Promise<Result> {
     await timedWindow(warm, CONCURRENCY, (i) => grpcPutKey(10 * KEYS + i, i));
     await timedWindow(warm, CONCURRENCY, (i) => restGetKey(10 * KEYS + (i % warm), i));
 
-    const restPut = await timedWindow(KEYS, CONCURRENCY, (i) => restPutKey(i, i));
+    const cpu = () => procs.reduce((a, p) => a + cpuSeconds(p.child.pid!), 0);
+    const phase = async (total: number, fn: (i: number) => Promise<unknown>): Promise<Measured> => {
+      const before = cpu();
+      const p = await timedWindow(total, CONCURRENCY, fn);
+      return { ...p, cpuUs: ((cpu() - before) / total) * 1e6 };
+    };
+    const restPut = await phase(KEYS, (i) => restPutKey(i, i));
     const reads = sequence(OPS, KEYS, 88172645);
-    const restGet = await timedWindow(OPS, CONCURRENCY, (i) => restGetKey(reads[i], i));
-    const grpcPut = await timedWindow(KEYS, CONCURRENCY, (i) => grpcPutKey(i, i));
-    const grpcGet = await timedWindow(OPS, CONCURRENCY, (i) => grpcGetKey(reads[i], i));
+    const restGet = await phase(OPS, (i) => restGetKey(reads[i], i));
+    const grpcPut = await phase(KEYS, (i) => grpcPutKey(i, i));
+    const grpcGet = await phase(OPS, (i) => grpcGetKey(reads[i], i));
     await Promise.all(rest.map((c) => c.close()));
     for (const g of grpc) g.close();
     return { restPut, restGet, grpcPut, grpcGet };
@@ -120,8 +132,10 @@ async function main(): Promise<void> {
     operation: what,
     '1 node ops/s': fmt(rate(one[k])),
     '1 node p50 / p99 ms': `${fmt(one[k].p50, 1)} / ${fmt(one[k].p99, 1)}`,
+    '1 node CPU µs/op': fmt(one[k].cpuUs),
     '3 nodes ops/s': fmt(rate(three[k])),
     '3 nodes p50 / p99 ms': `${fmt(three[k].p50, 1)} / ${fmt(three[k].p99, 1)}`,
+    '3 nodes CPU µs/op': fmt(three[k].cpuUs),
     '3 nodes / 1 node': `${fmt(rate(three[k]) / rate(one[k]), 2)}×`,
   }));
   console.log(table(rows));

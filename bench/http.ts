@@ -14,7 +14,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
-import { arg, benchDir, fmt, machine, Phase, restClient, Send, sequence, table, timedWindow } from './lib';
+import { arg, benchDir, cpuSeconds, fmt, machine, Phase, restClient, Send, sequence, table, timedWindow } from './lib';
 
 const KEYS = arg('keys', 100_000);
 const GETS = arg('gets', 100_000);
@@ -27,19 +27,6 @@ const VALUE = 1024;
 interface ServerPhase extends Phase {
   /** CPU time of the server process (all its threads) per request, µs. */
   cpuUs: number;
-}
-
-const CLK_TCK = 100; // Linux USER_HZ
-
-/** utime + stime of a process in seconds, from /proc (0 where there is no /proc). */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
-  } catch {
-    return 0;
-  }
 }
 
 /** `total` requests with CONCURRENCY in flight against the server `pid`. */

@@ -138,3 +138,16 @@ export function table(rows: Array<Record<string, string>>): string {
   ];
   return lines.join('\n');
 }
+
+const CLK_TCK = 100; // Linux USER_HZ
+
+/** utime + stime of a process in seconds (all its threads), from /proc; 0 where there is no /proc. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}

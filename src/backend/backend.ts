@@ -157,6 +157,7 @@ export class Backend {
     // A node without a replica of the vdisk has nothing to report for NORMAL (bob's Exist does not fail there).
     if (source === 'normal' && this.localGroups(vdisk).length === 0) return keys.map(() => null);
     const places = this.places(vdisk, source);
+    if (places.length === 1) return places[0].run((g) => g.exists(keys));
     const settled = await Promise.allSettled(places.map((p) => p.run((g) => g.exists(keys))));
     const out: Array<KeyState | null> = keys.map(() => null);
     keys.forEach((_, i) => {

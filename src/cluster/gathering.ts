@@ -17,23 +17,20 @@ export type ReplicaOutcome<T> =
 
 export class Gathering<T> {
   readonly outcomes: Array<ReplicaOutcome<T>>;
-  /** Settles when every call has. */
-  readonly all: Promise<void>;
   private answered = 0;
   private pending: number;
   private waiter: { enough: number; resolve: () => void } | null = null;
+  private done: (() => void) | null = null;
 
   constructor(calls: Array<ReplicaCall<T>>) {
     this.outcomes = calls.map((c) => ({ node: c.node, weight: c.weight, status: 'pending' }));
     this.pending = calls.length;
-    this.all = Promise.all(
-      calls.map((c, i) =>
-        c.done.then(
-          (value) => this.settle(i, { node: c.node, weight: c.weight, status: 'answered', value }),
-          (error: unknown) => this.settle(i, { node: c.node, weight: c.weight, status: 'failed', error }),
-        ),
+    calls.forEach((c, i) =>
+      c.done.then(
+        (value) => this.settle(i, { node: c.node, weight: c.weight, status: 'answered', value }),
+        (error: unknown) => this.settle(i, { node: c.node, weight: c.weight, status: 'failed', error }),
       ),
-    ).then(() => undefined);
+    );
   }
 
   /** Replicas (by weight) that answered so far. */
@@ -41,10 +38,21 @@ export class Gathering<T> {
     return this.answered;
   }
 
+  /** Whether every call has settled. */
+  get complete(): boolean {
+    return this.pending === 0;
+  }
+
   /** Resolves once replicas of weight `enough` answered, or no call is pending. */
   until(enough: number): Promise<void> {
     if (this.answered >= enough || this.pending === 0) return Promise.resolve();
     return new Promise((resolve) => (this.waiter = { enough, resolve }));
+  }
+
+  /** Resolves when every call has settled. */
+  all(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.done = resolve));
   }
 
   answers(): Array<{ node: string; value: T }> {
@@ -63,6 +71,11 @@ export class Gathering<T> {
     if (w && (this.answered >= w.enough || this.pending === 0)) {
       this.waiter = null;
       w.resolve();
+    }
+    if (this.pending === 0 && this.done) {
+      const done = this.done;
+      this.done = null;
+      done();
     }
   }
 }

@@ -212,26 +212,30 @@ export class Grinder implements DataApi {
         done: n === primary ? this.node(n).get(key, 'normal') : this.node(n).exist([key], 'normal').then((a) => a[0]),
       })),
     );
-    const aliensHere: Promise<StoredRecord | null> = localAliens ? this.parts.local.get(key, 'alien').catch(() => null) : Promise.resolve(null);
+    const aliensHere: Promise<StoredRecord | null> | null = localAliens ? this.parts.local.get(key, 'alien').catch(() => null) : null;
     await replicas.until(this.readQuorum(vdisk, up));
     if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
 
     // Records in hand first: of equal versions, the one with its value is kept.
-    const records: ReplicaAnswer[] = [await aliensHere];
-    const versions: ReplicaAnswer[] = [];
-    for (const a of replicas.answers()) (a.node === primary ? records : versions).push(a.value);
+    const answers = replicas.answers();
+    let newest: ReplicaAnswer = aliensHere ? await aliensHere : null;
+    for (const a of answers) if (a.node === primary) newest = newerAnswer(newest, a.value);
+    for (const a of answers) if (a.node !== primary) newest = newerAnswer(newest, a.value);
     // A replica misses a write only when it failed, and then an alien copy exists.
     const missing = up.length < targets.length || replicas.failures().length > 0;
-    if (this.parts.policy === 'quorum' && (missing || newestAnswer([...records, ...versions]) === null)) records.push(...(await this.aliensElsewhere(key)));
-    // Answers of bob peers carry no version: their records are fetched.
-    for (const a of replicas.answers()) {
-      if (a.value !== null && a.value.version === null) records.push(await this.node(a.node).get(key, 'normal').catch(() => null));
+    if (this.parts.policy === 'quorum' && (missing || newest === null)) {
+      for (const r of await this.aliensElsewhere(key)) newest = newerAnswer(r, newest);
     }
-    const newest = newestAnswer([...records, ...versions]);
-    const record = await this.withValue(key, newest, replicas);
+    // Answers of bob peers carry no version: their records are fetched.
+    for (const a of answers) {
+      if (a.value !== null && a.value.version === null) newest = newerAnswer(await this.node(a.node).get(key, 'normal').catch(() => null), newest);
+    }
+    const record = await this.withValue(key, newest, answers);
     if (record !== null) {
       this.clock.observe(record.version);
-      void replicas.all.then(() => this.repairStale(key, record, replicas));
+      // Read repair looks at every answer: the slow ones too, once they come.
+      if (replicas.complete) this.repairStale(key, record, replicas);
+      else void replicas.all().then(() => this.repairStale(key, record, replicas));
     }
     return record?.kind === 'found' ? record : null;
   }
@@ -259,12 +263,12 @@ export class Grinder implements DataApi {
    * else fetched from a replica that reported that version (or a newer one,
    * if a write came meanwhile).
    */
-  private async withValue(key: Buffer, newest: ReplicaAnswer, replicas: Gathering<ReplicaAnswer>): Promise<StoredRecord | null> {
+  private async withValue(key: Buffer, newest: ReplicaAnswer, answers: Array<{ node: string; value: ReplicaAnswer }>): Promise<StoredRecord | null> {
     if (newest === null || newest.version === null) return null;
     if (newest.kind === 'deleted' || 'value' in newest) return newest as StoredRecord;
     const want = newest as KeyState;
     let lastError: unknown = null;
-    for (const a of replicas.answers()) {
+    for (const a of answers) {
       if (a.value === null || a.value.version === null || compareRecords(a.value as KeyState, want) !== 0) continue;
       try {
         const r = await this.node(a.node).get(key, 'normal');
@@ -385,12 +389,6 @@ export class Grinder implements DataApi {
 
 /** A replica's answer to a read: its record (the replica asked for it) or its version only. */
 type ReplicaAnswer = StoredRecord | ExistAnswer;
-
-function newestAnswer(answers: ReplicaAnswer[]): ReplicaAnswer {
-  let best: ReplicaAnswer = null;
-  for (const a of answers) best = newerAnswer(best, a);
-  return best;
-}
 
 /**
  * The newer of two answers; of equal ones, the first. An answer without a

@@ -56,6 +56,8 @@ export class LocalNode implements NodeApi {
   }
 
   async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
+    // One key (a coordinator asking for a version): no grouping by vdisk.
+    if (keys.length === 1) return this.backend.exists(this.vdisk(keys[0]), keys, source);
     const out: Array<KeyState | null> = keys.map(() => null);
     const byVdisk = new Map<number, number[]>();
     keys.forEach((k, i) => {
