@@ -14,9 +14,6 @@ namespace oyster {
 namespace {
 
 constexpr double kMaxSafeInteger = 9007199254740991.0;
-// One read's buffer is allocated whole before the read: a bound on the
-// memory a caller can make the addon take at once.
-constexpr double kMaxReadLength = 64 << 20;
 
 // One file operation: Run on the pool, its promise settled on the
 // JavaScript thread (the engine binding's Op pattern).
@@ -67,31 +64,42 @@ class CallOp final : public FileOp {
   std::function<Status()> call_;
 };
 
+// Reads into the caller's Buffer, so that the caller decides where the
+// bytes land (after a message header, in a buffer it reuses) and how much
+// memory a read takes.
 class ReadOp final : public FileOp {
  public:
-  ReadOp(Napi::Env env, std::string path, uint64_t offset, size_t length)
-      : FileOp(env), path_(std::move(path)), offset_(offset), length_(length) {}
+  ReadOp(Napi::Env env, std::string path, uint64_t offset, Napi::Uint8Array target)
+      : FileOp(env),
+        path_(std::move(path)),
+        offset_(offset),
+        bytes_(reinterpret_cast<char*>(target.Data())),
+        size_(target.ByteLength()) {
+    // The pool reads into the Buffer's own memory, which the reference keeps
+    // alive until the read is over.
+    napi_create_reference(env, target, 1, &target_ref_);
+  }
+
+  void Complete(napi_env env) override {
+    napi_delete_reference(env, target_ref_);
+    FileOp::Complete(env);
+  }
 
  private:
   Status Run() override {
     std::unique_ptr<File> file;
     Status s = OpenReadOnlyFile(path_, &file);
     if (!s.ok()) return s;
-    buf_.reset(new char[length_]);
-    return file->Read(offset_, length_, buf_.get(), &read_);
+    return file->Read(offset_, size_, bytes_, &read_);
   }
 
-  Napi::Value Result(Napi::Env env) override {
-    // A short read (the end of the file) is copied rather than keeping the
-    // whole allocation alive behind a few bytes.
-    if (read_ < length_) return Napi::Buffer<char>::Copy(env, buf_.get(), read_);
-    return Napi::Buffer<char>::New(env, buf_.release(), read_, [](Napi::Env, char* p) { delete[] p; });
-  }
+  Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, static_cast<double>(read_)); }
 
   const std::string path_;
   const uint64_t offset_;
-  const size_t length_;
-  std::unique_ptr<char[]> buf_;
+  char* const bytes_;
+  const size_t size_;
+  napi_ref target_ref_ = nullptr;
   size_t read_ = 0;
 };
 
@@ -187,15 +195,22 @@ Napi::Value Call(Napi::Env env, std::function<Status()> call) {
   return (new CallOp(env, std::move(call)))->Start(env);
 }
 
+// Argument i as a Buffer (a Uint8Array); throws and returns false otherwise.
+bool BufferArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (info[i].IsTypedArray() && info[i].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) return true;
+  Napi::TypeError::New(info.Env(), std::string(name) + " must be a Buffer").ThrowAsJavaScriptException();
+  return false;
+}
+
 Napi::Value Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string path;
-  uint64_t offset, length;
+  uint64_t offset;
   if (!PathArg(info, 0, "path", &path) || !IntegerArg(info, 1, "offset", kMaxSafeInteger, "0..2^53-1", &offset) ||
-      !IntegerArg(info, 2, "length", kMaxReadLength, "0..64 MiB", &length)) {
+      !BufferArg(info, 2, "target")) {
     return env.Undefined();
   }
-  return (new ReadOp(env, std::move(path), offset, static_cast<size_t>(length)))->Start(env);
+  return (new ReadOp(env, std::move(path), offset, info[2].As<Napi::Uint8Array>()))->Start(env);
 }
 
 Napi::Value Write(const Napi::CallbackInfo& info) {
@@ -205,10 +220,7 @@ Napi::Value Write(const Napi::CallbackInfo& info) {
   if (!PathArg(info, 0, "path", &path) || !IntegerArg(info, 1, "offset", kMaxSafeInteger, "0..2^53-1", &offset)) {
     return env.Undefined();
   }
-  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-    Napi::TypeError::New(env, "data must be a Buffer").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (!BufferArg(info, 2, "data")) return env.Undefined();
   if (!info[3].IsBoolean()) {
     Napi::TypeError::New(env, "create must be a boolean").ThrowAsJavaScriptException();
     return env.Undefined();

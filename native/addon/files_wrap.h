@@ -14,7 +14,9 @@ namespace oyster {
 
 // The `files` object of the addon's exports; every function returns a
 // promise, rejected with StatusToError's errors:
-//   read(path, offset, length) -> Buffer   up to length (<= 64 MiB) bytes; shorter only at end of file
+//   read(path, offset, target) -> number   bytes read into target, target.length of them but
+//                                          fewer at the end of the file; target must not be
+//                                          used until the promise settles
 //   write(path, offset, data, create)      all of data at offset; create: the file must not exist yet
 //   sync(path)                             fdatasync
 //   syncDir(dir)                           fsync of the directory

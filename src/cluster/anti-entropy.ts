@@ -33,9 +33,13 @@ export const DIGEST_BITS = 12;
 const BUCKETS_PER_REQUEST = 256;
 /** Records copied at once. */
 const COPY_CONCURRENCY = 16;
-/** A refill copies files in chunks of this size, this many at once. */
-const REFILL_CHUNK = 4 * 1024 * 1024;
-const REFILL_CHUNKS_IN_FLIGHT = 8;
+/**
+ * A refill reads a file in ranges of this many bytes, each one ReadFile
+ * stream, this many at once: one stream alone leaves both nodes waiting on
+ * each other's turns.
+ */
+const REFILL_RANGE = 32 * 1024 * 1024;
+const REFILL_STREAMS = 4;
 
 export interface AntiEntropyParts {
   topology: Topology;
@@ -63,7 +67,8 @@ interface Source {
   get(key: Buffer): Promise<StoredRecord | null>;
   /** Its closed partition files, for an empty replica to copy whole (peers only). */
   files?(): Promise<Array<{ partition: string; files: Array<{ name: string; size: number }> }>>;
-  readFile?(partition: string, name: string, offset: number, length: number): Promise<Buffer>;
+  /** Bytes of a closed file, in chunks, in order; fewer only at the end of the file. */
+  readFile?(partition: string, name: string, offset: number, length: number): AsyncIterable<Buffer>;
 }
 
 export interface SyncReport {
@@ -187,9 +192,12 @@ export class AntiEntropy {
       report.copied += mine.keys - before;
       this.parts.onCopied?.(source.name, mine.keys - before, copied.bytes);
     }
+    // Where the other holds no key (digest 0) it has nothing to give: the
+    // other's own pass takes what it lacks from here.
     const differing: number[] = [];
     for (let b = 0; b < 2 ** DIGEST_BITS; b++) {
-      if (mine.digests.readBigUInt64LE(b * 8) !== theirs.digests.readBigUInt64LE(b * 8)) differing.push(b);
+      const their = theirs.digests.readBigUInt64LE(b * 8);
+      if (their !== 0n && mine.digests.readBigUInt64LE(b * 8) !== their) differing.push(b);
     }
     report.differingBuckets = differing.length;
     for (let i = 0; i < differing.length && !this.stopped; i += BUCKETS_PER_REQUEST) {
@@ -282,24 +290,49 @@ export class AntiEntropy {
 
   /**
    * Copies one closed file of `source` to `target` (created, then synced):
-   * chunks travel and are written several at a time, each at its own
-   * offset, so reading there and writing here overlap. Returns its bytes.
+   * ranges of it stream in several at a time, each written as it comes at
+   * its own offset, so reading there and writing here overlap. Returns its
+   * bytes.
    */
   private async copyFile(local: LocalReplica, source: Source, partition: string, f: { name: string; size: number }, target: string): Promise<number> {
     await local.disk.use(() => files.write(target, 0, Buffer.alloc(0), true));
     let next = 0;
+    let failed = false;
+    // One write at a time: writes to one file take its lock in turn anyway,
+    // and waiting writers would spin on it.
+    let lastWrite: Promise<unknown> = Promise.resolve();
+    const write = (offset: number, data: Buffer) => {
+      const done = lastWrite.then(() => local.disk.use(() => files.write(target, offset, data, false)));
+      lastWrite = done.catch(() => undefined);
+      return done;
+    };
     const worker = async () => {
-      while (next < f.size && !this.stopped) {
-        const at = next;
-        next += REFILL_CHUNK;
-        const length = Math.min(REFILL_CHUNK, f.size - at);
-        const data = await source.readFile!(partition, f.name, at, length);
-        if (data.length !== length) throw new Error(`${partition}/${f.name}: ${data.length} bytes at ${at} instead of ${length}: the file changed`);
-        await this.tokens.take(length);
-        await local.disk.use(() => files.write(target, at, data, false));
+      while (next < f.size && !failed && !this.stopped) {
+        const range = next;
+        next += REFILL_RANGE;
+        const length = Math.min(REFILL_RANGE, f.size - range);
+        let at = range;
+        for await (const data of source.readFile!(partition, f.name, range, length)) {
+          if (this.stopped || failed) throw new Error('anti-entropy stopped');
+          await this.tokens.take(data.length);
+          const offset = at;
+          at += data.length;
+          await write(offset, data);
+        }
+        if (at !== range + length) throw new Error(`${partition}/${f.name}: ${at - range} bytes at ${range} instead of ${length}: the file changed`);
       }
     };
-    await Promise.all(Array.from({ length: REFILL_CHUNKS_IN_FLIGHT }, worker));
+    // The first failure stops the others; the file is removed only once none writes to it.
+    let failure: unknown = null;
+    await Promise.all(
+      Array.from({ length: REFILL_STREAMS }, () =>
+        worker().catch((err: unknown) => {
+          if (!failed) failure = err;
+          failed = true;
+        }),
+      ),
+    );
+    if (failed) throw failure;
     if (next < f.size) throw new Error('anti-entropy stopped');
     await local.disk.use(() => files.sync(target));
     return f.size;

@@ -12,7 +12,7 @@ import {
   ExistResponseMsg,
   FilesResponseMsg,
   GetSource as Source,
-  ReadFileResponseMsg,
+  ReadFileChunkMsg,
   Replicas,
 } from '../grpc/proto';
 import { fromStatus } from '../grpc/status';
@@ -168,9 +168,40 @@ export class PeerClient implements NodeApi {
     return res.partitions.map((p) => ({ partition: p.partition, files: p.files.map((f) => ({ name: f.name, size: Number(f.size) })) }));
   }
 
-  /** Bytes of one of those files (Replicas.ReadFile), at most 4 MiB. */
-  async readFile(vdisk: number, partition: string, name: string, offset: number, length: number): Promise<Buffer> {
-    const res = await this.call<ReadFileResponseMsg>('ReadFile', { vdisk, partition, name, offset: String(offset), length }, this.auth, false, this.replicas);
-    return res.data;
+  /**
+   * Bytes of one of those files (Replicas.ReadFile), at most 64 MiB from
+   * `offset`, in the peer's chunks, in order; fewer only at the end of the
+   * file. The peer sends as fast as the caller iterates. A peer that sends
+   * nothing for operation_timeout while the caller waits fails the read.
+   */
+  async *readFile(vdisk: number, partition: string, name: string, offset: number, length: number): AsyncGenerator<Buffer> {
+    const started = process.hrtime.bigint();
+    const open = this.replicas.ReadFile as unknown as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<ReadFileChunkMsg>;
+    const stream = open.call(this.replicas, { vdisk, partition, name, offset: String(offset), length }, this.auth);
+    const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<ReadFileChunkMsg>;
+    let failure: unknown = null;
+    try {
+      for (;;) {
+        let timer: NodeJS.Timeout | undefined;
+        const silence = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(errors.failed(`Timeout: peer ${this.name} sent nothing of ${partition}/${name} for ${this.options.operationTimeoutMs} ms`)), this.options.operationTimeoutMs);
+        });
+        let next: IteratorResult<ReadFileChunkMsg>;
+        try {
+          next = await Promise.race([chunks.next(), silence]);
+        } finally {
+          clearTimeout(timer);
+        }
+        if (next.done) return;
+        yield next.value.data;
+      }
+    } catch (err) {
+      failure = typeof (err as grpc.ServiceError).code === 'number' ? fromStatus(err as grpc.ServiceError) : err;
+      throw failure;
+    } finally {
+      // Also when the caller stops early: the peer stops reading.
+      stream.cancel();
+      this.options.observe?.('readfile', failure, Number(process.hrtime.bigint() - started) / 1e9);
+    }
   }
 }

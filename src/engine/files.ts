@@ -10,13 +10,15 @@
 // errors; bad arguments reject with a TypeError or RangeError.
 import { native } from './native';
 
-/** The largest `length` of one read. */
-export const MAX_READ_LENGTH = 64 * 1024 * 1024;
-
 export const files = {
-  /** Up to `length` bytes of the file at `offset`; fewer only at the end of the file. */
-  async read(path: string, offset: number, length: number): Promise<Buffer> {
-    return native.files.read(path, offset, length);
+  /**
+   * Reads the file's bytes at `offset` into `target` (all of it, fewer only
+   * at the end of the file) and returns how many. The caller owns the
+   * memory: it may place the bytes after a header it writes itself, and
+   * must not touch `target` until this settles.
+   */
+  async read(path: string, offset: number, target: Buffer): Promise<number> {
+    return native.files.read(path, offset, target);
   },
 
   /**

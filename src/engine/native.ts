@@ -77,7 +77,7 @@ export interface NativeEngineSet {
 
 /** Whole-file operations on the engine threads (native/addon/files_wrap.h). */
 export interface NativeFiles {
-  read(path: string, offset: number, length: number): Promise<Buffer>;
+  read(path: string, offset: number, target: Buffer): Promise<number>;
   write(path: string, offset: number, data: Buffer, create: boolean): Promise<void>;
   sync(path: string): Promise<void>;
   syncDir(dir: string): Promise<void>;

@@ -98,6 +98,6 @@ export interface ReadFileRequestMsg {
   offset: string | number;
   length: number;
 }
-export interface ReadFileResponseMsg {
+export interface ReadFileChunkMsg {
   data: Buffer;
 }

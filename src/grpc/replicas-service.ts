@@ -13,17 +13,61 @@ import {
   FilesRequestMsg,
   FilesResponseMsg,
   ReadFileRequestMsg,
-  ReadFileResponseMsg,
+  ReplicasService,
 } from './proto';
-import { BadRequest, CallParts, unary } from './server';
+import { BadRequest, CallParts, serverStream, unary } from './server';
 import { encodeEntries } from './versions';
 
 /** Bucket bits a peer may ask for: 2^16 digests are 512 KiB. */
 export const MAX_DIGEST_BITS = 16;
-/** Bytes of a file a ReadFile answers at most. */
-export const MAX_READ = 4 * 1024 * 1024;
+/** Bytes of a file one ReadFile asks for at most. */
+export const MAX_READ = 64 * 1024 * 1024;
+/** ReadFile's chunks: large enough for few messages, small enough to keep a slow reader's share of memory small. */
+export const READ_CHUNK = 1024 * 1024;
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+// A ReadFile chunk is read into the Buffer that is its serialized
+// ReadFileChunk message (field 1's tag and length, then the bytes), so that
+// it is not copied again on its way out, and a stream reuses its Buffers
+// once grpc-js has copied them into its frames: a refill moves whole disks,
+// and a fresh megabyte per chunk costs page faults and collections.
+const CHUNK_HEADER = 4; // the tag, and the varint of a length < 2^21
+
+/** One chunk of a ReadFile stream: its message bytes, and whether grpc-js took them. */
+interface Chunk {
+  buffer: Buffer;
+  message: Buffer;
+  full: boolean;
+  serialized: boolean;
+}
+
+async function readChunk(file: string, at: number, length: number, buffer: Buffer): Promise<Chunk> {
+  const n = await files.read(file, at, buffer.subarray(CHUNK_HEADER, CHUNK_HEADER + length));
+  const header = [0x0a];
+  for (let v = n; ; v >>>= 7) {
+    if (v < 0x80) {
+      header.push(v);
+      break;
+    }
+    header.push((v & 0x7f) | 0x80);
+  }
+  const start = CHUNK_HEADER - header.length;
+  buffer.set(header, start);
+  return { buffer, message: buffer.subarray(start, CHUNK_HEADER + n), full: n === length, serialized: false };
+}
+
+/** The Replicas service's definition as this node serves it: ReadFile's chunks come serialized. */
+export const replicasDefinition: grpc.ServiceDefinition = {
+  ...ReplicasService,
+  ReadFile: {
+    ...ReplicasService.ReadFile,
+    // grpc-js copies what this returns before it returns from the write that called it.
+    responseSerialize: (chunk: Chunk) => {
+      chunk.serialized = true;
+      return chunk.message;
+    },
+  },
+};
 
 export interface ReplicasServiceParts extends CallParts {
   backend: Backend;
@@ -57,7 +101,7 @@ export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServic
       return { value: { partitions: partitions.map((p) => ({ partition: p.partition, files: p.files.map((f) => ({ name: f.name, size: String(f.size) })) })) } };
     }),
 
-    ReadFile: unary<ReadFileRequestMsg, ReadFileResponseMsg>(parts, 'ReadFile', async (call) => {
+    ReadFile: serverStream<ReadFileRequestMsg, Chunk>(parts, 'ReadFile', async function* (call) {
       const { partition, name } = call.request;
       const vdisk = vdiskOf(parts, call.request.vdisk);
       const offset = Number(call.request.offset);
@@ -66,14 +110,31 @@ export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServic
       if (!Number.isInteger(length) || length < 1 || length > MAX_READ) throw new BadRequest(`length ${length} is not in 1..${MAX_READ}`);
       const replica = backend.replicaGroup(vdisk);
       const group = replica.group();
-      // Only the files Files lists: a partition attached here and one of its blob or index files.
-      const attached = group.partitions().find((h) => h.dirName === partition);
-      const prefix = attached ? group.blobFilePrefix(partition) : '';
-      if (!attached || !new RegExp(`^${escape(prefix)}\\.\\d{1,19}\\.(blob|index)$`).test(name)) {
+      // Only the files Files lists: a closed blob or index file of a partition attached here.
+      const listed = await replica.disk.use(() => group.closedFiles());
+      if (!listed.some((p) => p.partition === partition && p.files.some((f) => f.name === name))) {
         throw new BadRequest(`${partition}/${name} is not a closed file of vdisk ${vdisk} here`);
       }
-      const data = await replica.disk.use(() => files.read(path.join(attached.dir, name), offset, length));
-      return { value: { data } };
+      const file = path.join(group.dir, partition, name);
+      const spare: Buffer[] = [];
+      const read = (at: number) => {
+        const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(CHUNK_HEADER + READ_CHUNK);
+        const p = replica.disk.use(() => readChunk(file, at, Math.min(READ_CHUNK, offset + length - at), buffer));
+        // A client that cancels leaves the read ahead unawaited.
+        p.catch(() => undefined);
+        return p;
+      };
+      // The next chunk is read while this one travels.
+      let next = read(offset);
+      for (let at = offset; at < offset + length; at += READ_CHUNK) {
+        const chunk = await next;
+        const more = chunk.full && at + READ_CHUNK < offset + length;
+        if (more) next = read(at + READ_CHUNK);
+        yield chunk;
+        // Written, and copied unless grpc-js queued it: then it keeps the Buffer.
+        if (chunk.serialized) spare.push(chunk.buffer);
+        if (!more) return;
+      }
     }),
 
     Entries: unary<EntriesRequestMsg, EntriesResponseMsg>(parts, 'Entries', async (call) => {

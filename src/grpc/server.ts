@@ -115,7 +115,7 @@ class Refused extends Error {
 }
 
 /** Checks the caller's credentials against what the method needs (Ping needs nothing). */
-async function authorizeCall(auth: Authenticator, name: string, call: grpc.ServerUnaryCall<unknown, unknown>): Promise<void> {
+async function authorizeCall(auth: Authenticator, name: string, call: { metadata: grpc.Metadata; getPeer(): string }): Promise<void> {
   const need = GRPC_PERMISSION[name] ?? 0;
   if (!auth.enabled || need === 0) return;
   const header = call.metadata.get('authorization')[0];
@@ -133,6 +133,21 @@ async function authorizeCall(auth: Authenticator, name: string, call: grpc.Serve
   }
 }
 
+/** The status a handler's failure is answered with; an unexpected one is logged. */
+function failureStatus(err: unknown, name: string, log: Logger): Partial<grpc.StatusObject> {
+  if (err instanceof Refused) return { code: err.code, details: err.message };
+  if (err instanceof BadRequest) return invalidArgument(err.message);
+  if (err instanceof NotFound) return { code: grpc.status.NOT_FOUND, details: err.message };
+  const status = toStatus(err);
+  if (status.code === grpc.status.INTERNAL) log.warn({ rpc: name, err: status.details }, 'gRPC request failed');
+  return status;
+}
+
+/** The reason grpc-js could not decode the request, if it could not. */
+function undecodable(request: unknown): string | undefined {
+  return (request as Partial<Undecodable> | null)?.[UNDECODABLE];
+}
+
 /** Runs a handler, answering every failure with a status instead of throwing into grpc-js. */
 export function unary<Req, Res>(parts: CallParts, name: string, handler: Handler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
   const { log, auth, onAnswer } = parts;
@@ -142,33 +157,67 @@ export function unary<Req, Res>(parts: CallParts, name: string, handler: Handler
       onAnswer?.(name, grpc.status[err ? (err.code ?? grpc.status.UNKNOWN) : grpc.status.OK]);
       answer(err, value);
     };
-    const undecodable = (call.request as Partial<Undecodable> | null)?.[UNDECODABLE];
-    if (undecodable !== undefined) {
-      callback(invalidArgument(`malformed ${name} request: ${undecodable}`));
+    const malformed = undecodable(call.request);
+    if (malformed !== undefined) {
+      callback(invalidArgument(`malformed ${name} request: ${malformed}`));
       return;
     }
-    authorizeCall(auth, name, call as grpc.ServerUnaryCall<unknown, unknown>)
+    authorizeCall(auth, name, call)
       .then(() => handler(call))
       .then(
-      ({ value }) => callback(null, value),
-      (err: unknown) => {
-        if (err instanceof Refused) {
-          callback({ code: err.code, details: err.message });
-          return;
-        }
-        if (err instanceof BadRequest) {
-          callback(invalidArgument(err.message));
-          return;
-        }
-        if (err instanceof NotFound) {
-          callback({ code: grpc.status.NOT_FOUND, details: err.message });
-          return;
-        }
-        const status = toStatus(err);
-        if (status.code === grpc.status.INTERNAL) log.warn({ rpc: name, err: status.details }, 'gRPC request failed');
-        callback(status);
-      },
-    );
+        ({ value }) => callback(null, value),
+        (err: unknown) => callback(failureStatus(err, name, log)),
+      );
+  };
+}
+
+/** Resolves when the stream takes messages again, or its call was cancelled. */
+function drained(call: grpc.ServerWritableStream<unknown, unknown>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      call.off('drain', done);
+      call.off('cancelled', done);
+      resolve();
+    };
+    call.once('drain', done);
+    call.once('cancelled', done);
+  });
+}
+
+/**
+ * Runs a handler whose answer is a stream of messages, written as the client
+ * takes them (a slow client holds the handler, not this node's memory); a
+ * client that cancels stops the handler at its next message. Failures end the
+ * stream with a status, as `unary` answers them.
+ */
+export function serverStream<Req, Res>(
+  parts: CallParts,
+  name: string,
+  handler: (call: grpc.ServerWritableStream<Req, Res>) => AsyncIterable<Res>,
+): grpc.handleServerStreamingCall<Req, Res> {
+  const { log, auth, onAnswer } = parts;
+  return (call) => {
+    const fail = (status: Partial<grpc.StatusObject>) => {
+      onAnswer?.(name, grpc.status[status.code ?? grpc.status.UNKNOWN]);
+      call.emit('error', status);
+    };
+    const malformed = undecodable(call.request);
+    if (malformed !== undefined) {
+      fail(invalidArgument(`malformed ${name} request: ${malformed}`));
+      return;
+    }
+    const run = async () => {
+      await authorizeCall(auth, name, call);
+      for await (const message of handler(call)) {
+        if (call.cancelled) return;
+        if (!call.write(message)) await drained(call);
+      }
+      onAnswer?.(name, 'OK');
+      call.end();
+    };
+    run().catch((err: unknown) => {
+      if (!call.cancelled) fail(failureStatus(err, name, log));
+    });
   };
 }
 

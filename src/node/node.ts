@@ -14,8 +14,8 @@ import { PeerClient } from '../cluster/peer-client';
 import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
 import { Topology } from '../cluster/topology';
-import { BobApiService, ReplicasService } from '../grpc/proto';
-import { replicasService } from '../grpc/replicas-service';
+import { BobApiService } from '../grpc/proto';
+import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
 import { Logger } from '../logging/logger';
@@ -199,7 +199,7 @@ export class OysterNode {
             keySize: config.cluster.keySize,
           }),
         },
-        { definition: ReplicasService, implementation: replicasService({ ...calls, backend: this.backend }) },
+        { definition: replicasDefinition, implementation: replicasService({ ...calls, backend: this.backend }) },
       ],
       {
         address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
