@@ -85,7 +85,7 @@ async function twoReplicas(seedBoth: boolean): Promise<{ start: () => Promise<Oy
 }
 
 async function antiEntropy(): Promise<string[]> {
-  const { start, vdiskDirs } = await twoReplicas(true);
+  const { start, vdiskDirs, dir } = await twoReplicas(true);
   const procs = await start();
   try {
     // A peer coming up starts a pass at once; wait for both nodes' first complete one.
@@ -102,6 +102,7 @@ async function antiEntropy(): Promise<string[]> {
     ];
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -134,6 +135,7 @@ async function refill(): Promise<string[]> {
     ];
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -180,6 +182,7 @@ async function hungReplica(): Promise<Array<Record<string, string>>> {
   } finally {
     procs[2].child.kill('SIGCONT');
     await Promise.all(procs.map((p) => p.stop()));
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
