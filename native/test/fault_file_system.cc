@@ -3,16 +3,83 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <set>
 #include <thread>
+#include <utility>
 
 namespace oyster {
 namespace test {
 
+namespace stdfs = std::filesystem;
+
+// A file as the disk knows it (an inode): what of it is durable.
+struct FaultInjectingFileSystem::FileState {
+  std::string path;          // normalized; empty once the file has no name
+  uint64_t synced_size = 0;  // its size at its last sync
+  // Synced bytes overwritten or truncated away since the last sync, each
+  // range as it was just before: undone newest first, they give back the
+  // synced contents.
+  std::vector<std::pair<uint64_t, std::string>> undo;
+  std::string orphan;  // once it has no name: its bytes (updated by syncs)
+};
+
+namespace {
+
+// One spelling per path, so that a directory synced as "d/" is the parent
+// of "d/f".
+std::string Normalize(const std::string& path) {
+  std::string p = stdfs::path(path).lexically_normal().string();
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// A normalized path's directory and name in it.
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return {ParentDir(path), slash == std::string::npos ? path : path.substr(slash + 1)};
+}
+
+Status ReadAll(const File& file, std::string* out) {
+  uint64_t size = 0;
+  Status s = file.Size(&size);
+  if (!s.ok()) return s;
+  out->assign(size, '\0');
+  size_t n = 0;
+  s = file.Read(0, out->size(), out->empty() ? nullptr : &(*out)[0], &n);
+  out->resize(n);
+  return s;
+}
+
+Status ReadFileAt(FileSystem* fs, const std::string& path, std::string* out) {
+  std::unique_ptr<File> file;
+  Status s = fs->OpenFile(path, false, &file);
+  return s.ok() ? ReadAll(*file, out) : s;
+}
+
+Status WriteNewFile(FileSystem* fs, const std::string& path, const std::string& data) {
+  std::unique_ptr<File> file;
+  Status s = fs->OpenFile(path, true, &file);
+  IoSlice slice{data.data(), data.size()};
+  if (s.ok() && !data.empty()) s = file->Write(0, &slice, 1);
+  return s;
+}
+
+Status FromErrorCode(const std::string& context, const std::error_code& ec) {
+  return Status::IOError(context + ": " + ec.message(), ec.value());
+}
+
+}  // namespace
+
 // Forwards to the real file; consults the file system before writes, syncs
-// and truncations.
+// and truncations, and tells it about syncs (state_ is null when the file
+// system does not track unsynced data).
 class FaultInjectingFileSystem::FaultFile final : public File {
  public:
-  FaultFile(FaultInjectingFileSystem* fs, std::unique_ptr<File> base) : fs_(fs), base_(std::move(base)) {}
+  FaultFile(FaultInjectingFileSystem* fs, std::unique_ptr<File> base, std::shared_ptr<FileState> state)
+      : fs_(fs), base_(std::move(base)), state_(std::move(state)) {}
+  ~FaultFile() override { fs_->FileClosed(); }
 
   Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
     return base_->Read(offset, n, buf, bytes_read);
@@ -25,7 +92,14 @@ class FaultInjectingFileSystem::FaultFile final : public File {
 
   Status Write(uint64_t offset, const IoSlice* slices, int count) override {
     size_t partial = 0;
-    if (!fs_->ShouldFailWrite(&partial)) return base_->Write(offset, slices, count);
+    const bool fail = fs_->ShouldFailWrite(&partial);
+    uint64_t total = 0;
+    for (int i = 0; i < count; i++) total += slices[i].size;
+    // A torn write changes only the bytes it writes.
+    const uint64_t end = offset + (fail ? std::min<uint64_t>(partial, total) : total);
+    Status s = fs_->BeforeChange(state_.get(), *base_, offset, end, "write");
+    if (!s.ok()) return s;
+    if (!fail) return base_->Write(offset, slices, count);
     // A torn write: the leading bytes reach the file, then the device fails.
     std::vector<IoSlice> head;
     for (int i = 0; i < count && partial > 0; i++) {
@@ -34,7 +108,7 @@ class FaultInjectingFileSystem::FaultFile final : public File {
       partial -= n;
     }
     if (!head.empty()) {
-      Status s = base_->Write(offset, head.data(), static_cast<int>(head.size()));
+      s = base_->Write(offset, head.data(), static_cast<int>(head.size()));
       if (!s.ok()) return s;
     }
     return Status::IOError("injected write fault in " + path(), EIO);
@@ -45,11 +119,18 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     bool fail = fs_->ShouldFailSync(&delay);
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     if (fail) return Status::IOError("injected fdatasync fault in " + path(), EIO);
-    return base_->Sync();
+    if (fs_->PowerIsCut()) return fs_->PowerCutError("fdatasync " + path());
+    if (state_ == nullptr) {
+      Status s = base_->Sync();
+      if (!s.ok()) return s;
+    }
+    return fs_->AfterSync(state_.get(), *base_);
   }
 
   Status Truncate(uint64_t size) override {
     if (fs_->ShouldFailTruncate()) return Status::IOError("injected truncate fault in " + path(), EIO);
+    Status s = fs_->BeforeChange(state_.get(), *base_, size, UINT64_MAX, "truncate");
+    if (!s.ok()) return s;
     return base_->Truncate(size);
   }
 
@@ -60,6 +141,7 @@ class FaultInjectingFileSystem::FaultFile final : public File {
  private:
   FaultInjectingFileSystem* const fs_;
   const std::unique_ptr<File> base_;
+  const std::shared_ptr<FileState> state_;
 };
 
 FaultInjectingFileSystem::FaultInjectingFileSystem() : base_(FileSystem::Default()) {}
@@ -161,16 +243,205 @@ bool FaultInjectingFileSystem::ShouldFailTruncate() {
   return fail_truncates_;
 }
 
+// ---------------------------------------------------------------- power loss
+
+Status FaultInjectingFileSystem::TrackUnsyncedData(bool track) {
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (open_files_.load() > 0) return Status::Busy("files opened through the file system are still open");
+  tracking_ = track;
+  files_.clear();
+  synced_entries_.clear();
+  return Status::OK();
+}
+
+void FaultInjectingFileSystem::CutPower() {
+  std::lock_guard<std::mutex> l(track_mu_);
+  power_cut_ = true;
+}
+
+Status FaultInjectingFileSystem::PowerCutError(const std::string& what) const {
+  return Status::IOError("power cut: " + what, EIO);
+}
+
+bool FaultInjectingFileSystem::PowerIsCut() const {
+  std::lock_guard<std::mutex> l(track_mu_);
+  return power_cut_;
+}
+
+void FaultInjectingFileSystem::FileClosed() { open_files_.fetch_sub(1); }
+
+Status FaultInjectingFileSystem::BeforeChange(FileState* state, const File& file, uint64_t begin, uint64_t end,
+                                              const char* what) {
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (power_cut_) return PowerCutError(std::string(what) + " " + file.path());
+  if (state == nullptr || begin >= state->synced_size) return Status::OK();
+  end = std::min(end, state->synced_size);
+  if (begin >= end) return Status::OK();
+  std::string saved(end - begin, '\0');
+  size_t n = 0;
+  Status s = file.Read(begin, saved.size(), &saved[0], &n);
+  if (!s.ok()) return s;
+  // Synced bytes already truncated away were saved by that truncation.
+  saved.resize(n);
+  if (!saved.empty()) state->undo.emplace_back(begin, std::move(saved));
+  return Status::OK();
+}
+
+Status FaultInjectingFileSystem::AfterSync(FileState* state, const File& file) {
+  std::lock_guard<std::mutex> l(track_mu_);
+  // The power went while the sync ran: it may not have reached the disk.
+  if (power_cut_) return PowerCutError("fdatasync " + file.path());
+  if (state == nullptr) return Status::OK();
+  uint64_t size = 0;
+  Status s = file.Size(&size);
+  if (!s.ok()) return s;
+  state->synced_size = size;
+  state->undo.clear();
+  if (state->path.empty()) return ReadAll(file, &state->orphan);
+  return Status::OK();
+}
+
+std::shared_ptr<FaultInjectingFileSystem::FileState> FaultInjectingFileSystem::StateOfLocked(
+    const std::string& path) {
+  const std::string p = Normalize(path);
+  auto it = files_.find(p);
+  if (it != files_.end()) return it->second;
+  std::error_code ec;
+  if (!stdfs::is_regular_file(p, ec)) return nullptr;
+  const uint64_t size = stdfs::file_size(p, ec);
+  if (ec) return nullptr;
+  auto state = std::make_shared<FileState>();
+  state->path = p;
+  state->synced_size = size;
+  files_[p] = state;
+  return state;
+}
+
+void FaultInjectingFileSystem::NoteEntryChangeLocked(const std::string& path) {
+  const std::string p = Normalize(path);
+  auto [dir, name] = SplitPath(p);
+  std::map<std::string, Entry>& entries = synced_entries_[dir];
+  if (entries.count(name) != 0) return;  // changed before: the synced entry is known
+  Entry e;
+  std::error_code ec;
+  if (stdfs::is_directory(p, ec)) {
+    e.dir = true;
+  } else {
+    e.file = StateOfLocked(p);
+  }
+  entries.emplace(name, std::move(e));
+}
+
+void FaultInjectingFileSystem::DetachLocked(FileState* state, std::string contents) {
+  files_.erase(state->path);
+  state->path.clear();
+  state->orphan = std::move(contents);
+}
+
+Status FaultInjectingFileSystem::DurableContentsLocked(const FileState& state, std::string* contents) {
+  if (state.path.empty()) {
+    *contents = state.orphan;
+  } else {
+    Status s = ReadFileAt(base_, state.path, contents);
+    if (!s.ok()) return s;
+  }
+  for (auto it = state.undo.rbegin(); it != state.undo.rend(); ++it) {
+    const auto& [offset, bytes] = *it;
+    if (contents->size() < offset + bytes.size()) contents->resize(offset + bytes.size());
+    std::memcpy(&(*contents)[offset], bytes.data(), bytes.size());
+  }
+  contents->resize(state.synced_size);
+  return Status::OK();
+}
+
+Status FaultInjectingFileSystem::DropUnsyncedData() {
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (!tracking_) return Status::InvalidArgument("the file system does not track unsynced data");
+  if (open_files_.load() > 0) return Status::Busy("files opened through the file system are still open");
+
+  // The files that names go back to, read before any name changes.
+  std::map<const FileState*, std::string> contents;
+  for (const auto& [dir, entries] : synced_entries_) {
+    for (const auto& [name, e] : entries) {
+      if (!e.file || contents.count(e.file.get()) != 0) continue;
+      Status s = DurableContentsLocked(*e.file, &contents[e.file.get()]);
+      if (!s.ok()) return s;
+    }
+  }
+  // Directories whose creation is undone go first, with everything in them.
+  std::error_code ec;
+  for (const auto& [dir, entries] : synced_entries_) {
+    for (const auto& [name, e] : entries) {
+      const std::string p = JoinPath(dir, name);
+      if (e.file || e.dir || !stdfs::is_directory(p, ec)) continue;
+      stdfs::remove_all(p, ec);
+      if (ec) return FromErrorCode("remove " + p, ec);
+    }
+  }
+  // Then every changed name gets back what it had at its directory's last sync.
+  std::set<std::string> restored;
+  for (const auto& [dir, entries] : synced_entries_) {
+    if (!stdfs::is_directory(dir, ec)) continue;  // its creation was undone
+    for (const auto& [name, e] : entries) {
+      if (e.dir) continue;  // directories are not renamed or removed
+      const std::string p = Normalize(JoinPath(dir, name));
+      restored.insert(p);
+      if (stdfs::is_regular_file(p, ec)) {
+        Status s = base_->Remove(p);
+        if (!s.ok()) return s;
+      }
+      if (e.file) {
+        Status s = WriteNewFile(base_, p, contents[e.file.get()]);
+        if (!s.ok()) return s;
+      }
+    }
+  }
+  // Every other file loses what was not synced, in place.
+  for (const auto& [path, state] : files_) {
+    if (restored.count(path) != 0 || !stdfs::is_regular_file(path, ec)) continue;
+    std::unique_ptr<File> file;
+    Status s = base_->OpenFile(path, false, &file);
+    if (s.ok()) s = file->Truncate(state->synced_size);
+    for (auto it = state->undo.rbegin(); s.ok() && it != state->undo.rend(); ++it) {
+      IoSlice slice{it->second.data(), it->second.size()};
+      s = file->Write(it->first, &slice, 1);
+    }
+    if (!s.ok()) return s;
+  }
+  files_.clear();
+  synced_entries_.clear();
+  power_cut_ = false;
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------- FileSystem
+
 Status FaultInjectingFileSystem::OpenFile(const std::string& path, bool create_new,
                                           std::unique_ptr<File>* file) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (create_new && fail_creates_) return Status::IOError("injected fault creating " + path, ENOSPC);
   }
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (create_new && power_cut_) return PowerCutError("create " + path);
   std::unique_ptr<File> base;
   Status s = base_->OpenFile(path, create_new, &base);
   if (!s.ok()) return s;
-  file->reset(new FaultFile(this, std::move(base)));
+  std::shared_ptr<FileState> state;
+  if (tracking_ && create_new) {
+    // O_EXCL succeeded: at the directory's last sync the name was free, or
+    // it changed since then and that was noted.
+    const std::string p = Normalize(path);
+    auto [dir, name] = SplitPath(p);
+    synced_entries_[dir].emplace(name, Entry());
+    state = std::make_shared<FileState>();
+    state->path = p;
+    files_[p] = state;
+  } else if (tracking_) {
+    state = StateOfLocked(path);
+  }
+  open_files_.fetch_add(1);
+  file->reset(new FaultFile(this, std::move(base), std::move(state)));
   return Status::OK();
 }
 
@@ -183,20 +454,68 @@ Status FaultInjectingFileSystem::Rename(const std::string& from, const std::stri
     std::lock_guard<std::mutex> l(mu_);
     if (fail_renames_) return Status::IOError("injected fault renaming " + from, EIO);
   }
-  return base_->Rename(from, to);
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (power_cut_) return PowerCutError("rename " + from);
+  if (!tracking_) return base_->Rename(from, to);
+  NoteEntryChangeLocked(from);
+  NoteEntryChangeLocked(to);
+  std::shared_ptr<FileState> moving = StateOfLocked(from);
+  std::shared_ptr<FileState> replaced = StateOfLocked(to);
+  if (replaced == moving) replaced.reset();
+  std::string replaced_contents;
+  if (replaced) {
+    Status s = ReadFileAt(base_, replaced->path, &replaced_contents);
+    if (!s.ok()) return s;
+  }
+  Status s = base_->Rename(from, to);
+  if (!s.ok()) return s;
+  if (replaced) DetachLocked(replaced.get(), std::move(replaced_contents));
+  if (moving) {
+    files_.erase(moving->path);
+    moving->path = Normalize(to);
+    files_[moving->path] = moving;
+  }
+  return Status::OK();
 }
 
-Status FaultInjectingFileSystem::Remove(const std::string& path) { return base_->Remove(path); }
+Status FaultInjectingFileSystem::Remove(const std::string& path) {
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (power_cut_) return PowerCutError("remove " + path);
+  if (!tracking_) return base_->Remove(path);
+  NoteEntryChangeLocked(path);
+  std::shared_ptr<FileState> state = StateOfLocked(path);
+  std::string contents;
+  if (state) {
+    Status s = ReadFileAt(base_, state->path, &contents);
+    if (!s.ok()) return s;
+  }
+  Status s = base_->Remove(path);
+  if (!s.ok()) return s;
+  if (state) DetachLocked(state.get(), std::move(contents));
+  return Status::OK();
+}
 
 Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   {
     std::lock_guard<std::mutex> l(mu_);
     dir_syncs_++;
   }
-  return base_->SyncDir(dir);
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (power_cut_) return PowerCutError("fsync directory " + dir);
+  if (!tracking_) return base_->SyncDir(dir);
+  std::error_code ec;
+  if (!stdfs::is_directory(dir, ec)) return Status::IOError("open directory " + dir, ENOENT);
+  synced_entries_.erase(Normalize(dir));
+  return Status::OK();
 }
 
-Status FaultInjectingFileSystem::CreateDir(const std::string& dir) { return base_->CreateDir(dir); }
+Status FaultInjectingFileSystem::CreateDir(const std::string& dir) {
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (power_cut_) return PowerCutError("create directory " + dir);
+  std::error_code ec;
+  if (tracking_ && !stdfs::exists(dir, ec)) NoteEntryChangeLocked(dir);
+  return base_->CreateDir(dir);
+}
 
 Status FaultInjectingFileSystem::LockDir(const std::string& dir, std::unique_ptr<DirLock>* lock) {
   return base_->LockDir(dir, lock);

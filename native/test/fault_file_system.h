@@ -1,14 +1,18 @@
 // FaultInjectingFileSystem is the FileSystem the fault tests hand to the
 // engine: it passes every call on to FileSystem::Default() unless told to
-// fail it, and counts calls. A fault stays armed until it is cleared.
+// fail it, and counts calls. A fault stays armed until it is cleared. It can
+// also keep track of what is durable on the disk and simulate a power loss
+// that forgets everything else.
 // Thread-safe: the engine calls it from its pool threads.
 
 #ifndef OYSTER_TEST_FAULT_FILE_SYSTEM_H_
 #define OYSTER_TEST_FAULT_FILE_SYSTEM_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +49,49 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
   void ResetCounters();
 
+  // ---- Power loss.
+  //
+  // While tracking, the file system knows what a power loss would leave on
+  // the disk: of every file, its contents at its last successful File::Sync
+  // (through any handle of it); of every directory, its entries at its last
+  // SyncDir. A file or directory entry first met while tracking (opened,
+  // renamed or removed) counts as durable as it is then; a file created
+  // while tracking starts out empty and durable only once its directory is
+  // synced. Contents follow a file across renames and re-opens of its path.
+  // Of directories only the creation is tracked: renaming or removing one
+  // while tracking is not modelled (the engine does neither). Syncs of
+  // tracked files and directories are recorded, not passed on: durability
+  // is what this file system says, and tests need not wait for the disk.
+
+  // Starts tracking (everything on disk now counts as durable), or stops it
+  // and forgets what was tracked. Busy while a file opened through this file
+  // system is still open: such handles would escape the tracking.
+  Status TrackUnsyncedData(bool track);
+  // The power fails now: from here on every call that would change the disk
+  // (File::Write, Sync and Truncate; creating, renaming and removing files
+  // and directories; SyncDir) fails with EIO, so nothing more becomes
+  // durable; reads go on. A sync that returned OK counts as durable; one that
+  // was still running at the cut fails. Lets a test stop a running engine at
+  // an exact point, as a power loss would. The power stays off until
+  // DropUnsyncedData (ClearFaults leaves it off).
+  void CutPower();
+  // Leaves the disk as a power loss now would, then turns the power back on
+  // (tracking goes on with everything on disk durable):
+  //  - every file is cut back to its size at its last sync; bytes below that
+  //    size overwritten or truncated away since then get their synced
+  //    contents back;
+  //  - every directory entry created, renamed or removed since its
+  //    directory's last SyncDir is undone: a created file or directory
+  //    disappears (a directory with everything in it), a removed file comes
+  //    back, a renamed file goes back to its old name (and a file it
+  //    replaced comes back), each with its synced contents. A file renamed
+  //    to another directory, where that directory was synced but not the one
+  //    it came from, is found under both names.
+  // Requires tracking (InvalidArgument otherwise) and that no file opened
+  // through this file system is still open, as after the engine was dropped
+  // (Busy otherwise).
+  Status DropUnsyncedData();
+
   Status OpenFile(const std::string& path, bool create_new, std::unique_ptr<File>* file) override;
   Status ListDir(const std::string& dir, std::vector<std::string>* names) override;
   Status Rename(const std::string& from, const std::string& to) override;
@@ -55,6 +102,13 @@ class FaultInjectingFileSystem final : public FileSystem {
 
  private:
   class FaultFile;
+  struct FileState;
+  // What a name in a directory refers to on the disk: nothing, a file or a
+  // directory.
+  struct Entry {
+    std::shared_ptr<FileState> file;
+    bool dir = false;
+  };
 
   // Counts a write; true if it must fail, with *partial the bytes to write first.
   bool ShouldFailWrite(size_t* partial);
@@ -62,6 +116,29 @@ class FaultInjectingFileSystem final : public FileSystem {
   bool ShouldFailTruncate();
   // Counts a ReadNoWait; true if it must answer WouldBlock.
   bool NoWaitReadBlocks();
+
+  // ---- Power loss; the *Locked functions need track_mu_.
+  Status PowerCutError(const std::string& what) const;
+  bool PowerIsCut() const;
+  // Before bytes [begin, end) of the file `file` is open on are overwritten
+  // or truncated away: EIO once the power is cut; otherwise saves those of
+  // them that are synced (state may be null: not tracked).
+  Status BeforeChange(FileState* state, const File& file, uint64_t begin, uint64_t end, const char* what);
+  // After a successful sync of `state`'s file through `file`.
+  Status AfterSync(FileState* state, const File& file);
+  // The tracked state of the file at `path`, made up (as durable as it is)
+  // for a file met for the first time; null if there is no such file.
+  std::shared_ptr<FileState> StateOfLocked(const std::string& path);
+  // Before the entry of `path` in its directory changes: remembers what it
+  // was at the directory's last sync, unless already remembered.
+  void NoteEntryChangeLocked(const std::string& path);
+  // `state`'s file lost its name (it was removed, or replaced by a rename);
+  // `contents` are its bytes just before, for a power loss that brings the
+  // name back.
+  void DetachLocked(FileState* state, std::string contents);
+  // What a power loss would leave of `state`'s file.
+  Status DurableContentsLocked(const FileState& state, std::string* contents);
+  void FileClosed();
 
   FileSystem* const base_;
   mutable std::mutex mu_;
@@ -77,6 +154,17 @@ class FaultInjectingFileSystem final : public FileSystem {
   bool fail_renames_ = false;
   bool fail_creates_ = false;
   std::chrono::microseconds sync_delay_{0};
+
+  // Power loss; separate from mu_ because it is held across file system calls.
+  mutable std::mutex track_mu_;
+  bool tracking_ = false;
+  bool power_cut_ = false;
+  std::atomic<int> open_files_{0};
+  // Every tracked file that has a name, by normalized path.
+  std::map<std::string, std::shared_ptr<FileState>> files_;
+  // Per directory (normalized path), the names changed since its last
+  // SyncDir, with what each referred to at that sync.
+  std::map<std::string, std::map<std::string, Entry>> synced_entries_;
 };
 
 }  // namespace test
