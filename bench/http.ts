@@ -1,4 +1,4 @@
-// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http]
+// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5]
 //
 // REST data API throughput and latency of a real oysterd (one node, one
 // disk, spawned on a temporary configuration as the tests do) against the
@@ -10,7 +10,13 @@
 // Rounds alternate between the servers; the best round of each counts.
 // The client is undici's Pool when it can be loaded (it is cheaper per
 // request than node:http, which matters on a small machine), else node:http.
-import { ChildProcess, spawn } from 'node:child_process';
+//
+// Then the same from outside Node: wrk (Debian's package; skipped with a
+// note where it is missing), `--wrk-seconds` per round, 64 connections, one
+// wrk thread, GETs of random loaded keys and POSTs of 1 KiB to random keys,
+// rounds alternating between the servers; each round's ratio counts, and
+// the medians are printed with the server CPU per request.
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
@@ -22,6 +28,7 @@ const POSTS = arg('posts', 100_000);
 const CONCURRENCY = arg('concurrency', 64);
 const ROUNDS = arg('rounds', 4);
 const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
+const WRK_SECONDS = arg('wrk-seconds', 5);
 const VALUE = 1024;
 
 interface ServerPhase extends Phase {
@@ -59,6 +66,89 @@ async function posts(pid: number, send: Send, seed: number, n: number): Promise<
     const r = await send('POST', `/data/${keys[i]}`, values[keys[i] & 0xff]);
     if (r.status !== 201) throw new Error(`POST /data/${keys[i]}: ${r.status}`);
   });
+}
+
+interface WrkRun {
+  rps: number;
+  requests: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuUs: number;
+}
+
+/** wrk's latency figure ("1.23ms", "850.00us", "1.01s") in ms. */
+function wrkMs(v: string): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
+  if (!m) return NaN;
+  return Number(m[1]) * (m[2] === 'us' ? 1e-3 : m[2] === 's' ? 1e3 : 1);
+}
+
+/** One wrk run of WRK_SECONDS against `url` with `script`; the server's CPU per request. */
+function wrk(url: string, pid: number, script: string): WrkRun {
+  const cpu0 = cpuSeconds(pid);
+  const r = spawnSync('wrk', ['-t1', `-c${CONCURRENCY}`, `-d${WRK_SECONDS}s`, '--latency', '-s', script, url], { encoding: 'utf8' });
+  const cpu = cpuSeconds(pid) - cpu0;
+  const out = r.stdout ?? '';
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  const failed = /Non-2xx or 3xx responses: (\d+)/.exec(out) ?? /Socket errors: (.*)/.exec(out);
+  if (r.status !== 0 || !(requests > 0) || failed) throw new Error(`wrk against ${url} failed:\n${out}${r.stderr ?? ''}`);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    requests,
+    p50Ms: wrkMs(/ 50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99Ms: wrkMs(/ 99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    cpuUs: (cpu / requests) * 1e6,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** GET and POST with wrk, rounds alternating between oysterd and the ceiling. */
+function wrkRounds(dir: string, targets: Array<{ url: string; pid: number }>): void {
+  if (spawnSync('wrk', ['--version']).error) {
+    console.log('\nwrk: not installed (Debian: apt-get install wrk); the measurement from outside Node is skipped');
+    return;
+  }
+  const scripts = {
+    GET: path.join(dir, 'get.lua'),
+    POST: path.join(dir, 'post.lua'),
+  };
+  fs.writeFileSync(scripts.GET, `request = function() return wrk.format("GET", "/data/" .. math.random(0, ${KEYS - 1})) end\n`);
+  fs.writeFileSync(
+    scripts.POST,
+    `local body = string.rep("w", ${VALUE})\n` +
+      `request = function() return wrk.format("POST", "/data/" .. math.random(0, ${KEYS - 1}), {["Content-Type"] = "application/octet-stream"}, body) end\n`,
+  );
+  const rows: Array<Record<string, string>> = [];
+  for (const what of ['GET', 'POST'] as const) {
+    const runs = targets.map(() => [] as WrkRun[]);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, t] of targets.entries()) runs[i].push(wrk(t.url, t.pid, scripts[what]));
+    }
+    const ratios = runs[0].map((o, r) => o.rps / runs[1][r].rps);
+    const cpuRatios = runs[0].map((o, r) => o.cpuUs / runs[1][r].cpuUs);
+    const o = { rps: median(runs[0].map((x) => x.rps)), cpu: median(runs[0].map((x) => x.cpuUs)), p99: median(runs[0].map((x) => x.p99Ms)) };
+    const c = { rps: median(runs[1].map((x) => x.rps)), cpu: median(runs[1].map((x) => x.cpuUs)), p99: median(runs[1].map((x) => x.p99Ms)) };
+    rows.push({
+      operation: `${what} 1 KiB (wrk)`,
+      'oysterd ops/s': fmt(o.rps),
+      'oysterd CPU µs/op': fmt(o.cpu),
+      'oysterd p99 ms': fmt(o.p99, 2),
+      'ceiling ops/s': fmt(c.rps),
+      'ceiling CPU µs/op': fmt(c.cpu),
+      'ceiling p99 ms': fmt(c.p99, 2),
+      'oysterd / ceiling ops/s, per round': ratios.map((x) => `${fmt(x, 2)}×`).join(' '),
+      'median': `${fmt(median(ratios), 2)}×`,
+      'CPU/op oysterd / ceiling, per round': cpuRatios.map((x) => `${fmt(x, 2)}×`).join(' '),
+      'CPU median': `${fmt(median(cpuRatios), 2)}×`,
+    });
+  }
+  console.log(`\nwrk ${spawnSync('wrk', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0].split(' ').slice(0, 2).join(' ')}: 1 thread, ${CONCURRENCY} connections, ${WRK_SECONDS} s per round, ${ROUNDS} rounds alternating (medians)\n`);
+  console.log(table(rows));
+  console.log('\ntargets (wrk): GET at least 0.9× the ceiling\'s throughput at most 1.3× its CPU per request');
 }
 
 function startCeiling(): Promise<{ child: ChildProcess; url: string }> {
@@ -125,6 +215,7 @@ async function main(): Promise<void> {
     console.log(table(rows));
     console.log(`\ntargets: GET ≥ 0.8×, POST ≥ 0.7× of the ceiling (ops/s); CPU µs/op: server process, all threads, per request`);
     for (const cl of clients) await cl.close();
+    wrkRounds(dir, targets);
   } finally {
     ceiling?.kill('SIGTERM');
     if (oyster) await oyster.stop();

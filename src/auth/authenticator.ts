@@ -7,8 +7,8 @@
 import crypto from 'node:crypto';
 import dns from 'node:dns';
 import net from 'node:net';
-import { ALL_PERMISSIONS } from './permissions';
-import { UsersConfig } from './users-config';
+import { ALL_PERMISSIONS } from '../model/permission';
+import { UsersConfig } from '../config/users-config';
 
 export interface Identity {
   /** The user name, or "node:<name>" for another node. */

@@ -1,23 +1,7 @@
-// Permissions and who needs which: the data API needs the
+// Who needs which permission: the data API needs the
 // data permissions (read/write) on both interfaces; REST management needs
 // read_rest/write_rest; a few status endpoints and gRPC Ping need nothing.
-export const Permission = {
-  read: 1,
-  write: 2,
-  readRest: 4,
-  writeRest: 8,
-} as const;
-
-export type PermissionName = keyof typeof Permission;
-export const ALL_PERMISSIONS = Permission.read | Permission.write | Permission.readRest | Permission.writeRest;
-
-/** users.yaml spelling of each permission. */
-export const PERMISSION_KEYS: Record<PermissionName, string> = {
-  read: 'read',
-  write: 'write',
-  readRest: 'read_rest',
-  writeRest: 'write_rest',
-};
+import { Permission } from '../model/permission';
 
 /** REST: the permission a method and route pattern (as @koa/router matched it) need; 0 = none. */
 export function restPermission(method: string, route: string): number {

@@ -2,7 +2,8 @@
 // the alien directory — and the routing of local operations to them.
 // A write to a local replica whose disk fails goes to the
 // alien directory for this node instead, as in bob.
-import { Topology } from '../cluster/topology';
+import { GetSource } from '../model/node-api';
+import { Topology } from '../model/topology';
 import { Logger } from '../logging/logger';
 import { compareRecords, compareVersions, KeyState, newerOf, StoredRecord, Version } from '../model/version';
 import { DiskController } from './disk-controller';
@@ -10,7 +11,6 @@ import { errors, isOysterError, OysterError } from './errors';
 import { Group } from './group';
 import { settleAll } from './settle';
 
-export type GetSource = 'all' | 'normal' | 'alien';
 
 export interface BackendParts {
   topology: Topology;
@@ -141,17 +141,6 @@ export class Backend {
     return newestAnswer(settled, places, (r: StoredRecord | null) => r);
   }
 
-  /**
-   * get(vdisk, key, 'normal') answered at once where that is easy: one local
-   * replica, on a ready disk, answering from memory and the page cache.
-   * undefined otherwise (get() then takes the long way).
-   */
-  getNow(vdisk: number, key: Buffer): StoredRecord | null | undefined {
-    const local = this.localGroups(vdisk);
-    if (local.length !== 1 || !local[0].disk.isReady || this.holdsOwnAliens(vdisk)) return undefined;
-    return local[0].disk.group(vdisk)?.getNow(key);
-  }
-
   /** The newest state of each key, as get() finds it (the same places, the same refusals). */
   async exists(vdisk: number, keys: Buffer[], source: GetSource = 'all'): Promise<Array<KeyState | null>> {
     // A node without a replica of the vdisk has nothing to report for NORMAL (bob's Exist does not fail there).
@@ -225,11 +214,6 @@ export class Backend {
       out.push({ replica: false, bound: () => null, run: (op) => this.alien.use(() => op(group)) });
     }
     return out;
-  }
-
-  /** Whether alien/<self> holds copies for the vdisk's local replicas. */
-  private holdsOwnAliens(vdisk: number): boolean {
-    return this.alien.isReady && this.alien.heldFor(this.selfName, vdisk) !== undefined;
   }
 }
 

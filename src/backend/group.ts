@@ -163,7 +163,7 @@ export class Group {
   /** The newest record of key across all partitions (tombstones included). */
   async get(key: Buffer): Promise<StoredRecord | null> {
     // Most reads are answered from the page cache at once; the others wait on the engine threads.
-    const now = this.getNow(key);
+    const now = this.readNow(key);
     if (now !== undefined) return now;
     this.enter();
     try {
@@ -179,10 +179,10 @@ export class Group {
 
   /**
    * get() answered at once when memory and the page cache hold the answer;
-   * undefined otherwise, and for any failure: get() then takes the long way
-   * and reports it.
+   * undefined otherwise, and for any failure: get() then waits for the
+   * engine threads, which report it.
    */
-  getNow(key: Buffer): StoredRecord | null | undefined {
+  private readNow(key: Buffer): StoredRecord | null | undefined {
     if (this.state !== 'running') return undefined;
     if (this.engines.size === 0) return null;
     let r: StoredRecord | null | undefined;

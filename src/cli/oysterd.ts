@@ -129,6 +129,9 @@ async function main(): Promise<number> {
   const { config, initFolders } = loaded;
   const log = createLogger(config.node.name, process.env.OYSTER_LOG_LEVEL || config.logLevel || 'info');
   for (const w of config.warnings) log.warn({ file: w.file, key: w.key }, `config: ${formatProblem(w)}`);
+  if (config.node.noEffect.length > 0) {
+    log.info({ keys: config.node.noEffect }, `config: accepted for bob compatibility, no effect in Oyster: ${config.node.noEffect.join(', ')}`);
+  }
 
   const node = new OysterNode({ config, initFolders, log, restHost: args.host, restPort: args.port });
   process.on('unhandledRejection', (reason) => {

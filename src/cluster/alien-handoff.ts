@@ -12,8 +12,8 @@ import { Group } from '../backend/group';
 import { Holder } from '../backend/holder';
 import { Logger } from '../logging/logger';
 import { LinkManager } from './link-manager';
-import { NodeApi } from './node-api';
-import { Topology } from './topology';
+import { NodeApi } from '../model/node-api';
+import { Topology } from '../model/topology';
 
 export interface HandoffParts {
   topology: Topology;

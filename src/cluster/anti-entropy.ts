@@ -24,8 +24,8 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, StoredRecord } from '../model/version';
 import { isOysterError } from '../backend/errors';
-import { PeerClient } from './peer-client';
-import { Topology } from './topology';
+import { PeerClient } from '../grpc/peer-client';
+import { Topology } from '../model/topology';
 
 /** Buckets per vdisk: 2^12 digests are 32 KiB; with a million keys a differing bucket holds about 250. */
 export const DIGEST_BITS = 12;

@@ -26,13 +26,13 @@ import { keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, KeyState, StoredRecord, StoredValue, Version } from '../model/version';
-import { DataApi } from './data-api';
+import { DataApi } from '../model/data-api';
 import { LocalNode } from './local-node';
 import { Gathering } from './gathering';
-import { ExistAnswer, NodeApi } from './node-api';
+import { ExistAnswer, NodeApi } from '../model/node-api';
 import { ReadRepair } from './read-repair';
 import { SupportNodes } from './support-nodes';
-import { Topology } from './topology';
+import { Topology } from '../model/topology';
 
 export type ClusterPolicy = 'quorum' | 'simple';
 
@@ -193,13 +193,6 @@ export class Grinder implements DataApi {
     const targets = this.topology.targetNodes(vdisk);
     const self = this.topology.self.name;
     const localAliens = this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk);
-    // This node the only replica and no alien copies to consult: a record
-    // found here at once is the answer (a key found nowhere takes the long
-    // way, which asks the other nodes for alien copies).
-    if (targets.length === 1 && targets[0] === self && !localAliens) {
-      const now = this.parts.local.getNow(key);
-      if (now) return now.kind === 'found' ? now : null;
-    }
     // Versions first: one replica — this node when it is one — is asked for
     // the record, the others for its version; peers known to be down are
     // not asked at all.

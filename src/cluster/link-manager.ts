@@ -3,7 +3,7 @@
 // cluster finds itself quickly) and at once when a peer that was down pings
 // us. This node is always reachable to itself.
 import { Logger } from '../logging/logger';
-import { PeerClient } from './peer-client';
+import { PeerClient } from '../grpc/peer-client';
 
 export class LinkManager {
   private readonly up = new Map<string, boolean>();

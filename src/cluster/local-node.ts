@@ -1,12 +1,12 @@
 // LocalNode: this node's force_node operations on its own backend
 // (with bob's crashes turned into errors).
-import { Backend, GetSource } from '../backend/backend';
+import { Backend } from '../backend/backend';
 import { errors, OysterError } from '../backend/errors';
 import { vdiskOf } from '../keys/distribution';
 import { VersionClock } from '../model/clock';
 import { KeyState, StoredRecord, Version } from '../model/version';
-import { DeleteOptions, NodeApi } from './node-api';
-import { Topology } from './topology';
+import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
+import { Topology } from '../model/topology';
 
 export class LocalNode implements NodeApi {
   constructor(
@@ -48,11 +48,6 @@ export class LocalNode implements NodeApi {
 
   get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
     return this.backend.get(this.vdisk(key), key, source);
-  }
-
-  /** get(key, 'normal') answered at once where the backend can; undefined otherwise. */
-  getNow(key: Buffer): StoredRecord | null | undefined {
-    return this.backend.getNow(this.vdisk(key), key);
   }
 
   async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {

@@ -7,7 +7,7 @@
 // counted.
 import { StoredRecord } from '../model/version';
 import { Logger } from '../logging/logger';
-import { NodeApi } from './node-api';
+import { NodeApi } from '../model/node-api';
 
 export type RepairOutcome = 'repaired' | 'failed' | 'dropped';
 

@@ -7,7 +7,7 @@
 // per version.
 import { keySpread } from '../keys/distribution';
 import { LinkManager } from './link-manager';
-import { Topology } from './topology';
+import { Topology } from '../model/topology';
 
 export class SupportNodes {
   constructor(

@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { readUsersConfig, UsersConfig } from '../auth/users-config';
+import { readUsersConfig, UsersConfig } from './users-config';
 import { ClusterConfig, readClusterConfig } from './cluster-config';
 import { crossCheck } from './cross-check';
 import { ConfigError, Problem } from './errors';

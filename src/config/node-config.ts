@@ -97,6 +97,8 @@ export interface NodeConfig {
   metrics: MetricsConfig;
   tls?: TlsConfig;
   antiEntropy: AntiEntropyConfig;
+  /** Keys of NO_EFFECT_KEYS the file sets, as paths ("pearl.enable_aio"). */
+  noEffect: string[];
 }
 
 const MS = 1;
@@ -117,11 +119,33 @@ export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
 
 const positive = (v: number) => (v > 0 ? undefined : 'must be greater than 0');
 
+/**
+ * Keys of bob's node.yaml that change nothing in Oyster, and why. They are
+ * read and checked as bob checks them, so that bob's files load unchanged;
+ * the node names the ones a file sets in one line of its log at start.
+ */
+export const NO_EFFECT_KEYS: Readonly<Record<string, string>> = {
+  count_interval: 'bob recounts records for its metrics on this interval; Oyster keeps its counts as records are written',
+  disk_access_par_degree: "bob's bound on concurrent operations per disk; each disk has its own engine threads here",
+  holder_group_size: "bob's grouping of partitions for lookups; reads here ask every partition's bloom filter and skip by version",
+  open_blobs_soft_limit: 'bob closes idle blobs above it; Oyster keeps closed blobs open (a file descriptor each)',
+  open_blobs_hard_limit: 'as open_blobs_soft_limit',
+  bloom_filter_memory_limit: 'bob drops bloom filters above it; Oyster keeps them all (oyster_bloom_filter_memory_bytes)',
+  index_memory_limit: "bob offloads indexes above it; Oyster keeps a closed blob's index as sparse fences (oyster_index_memory_bytes)",
+  index_memory_limit_soft: 'as index_memory_limit',
+  'pearl.allow_duplicates': 'every write is a new record with its own version; the newest one wins',
+  'pearl.enable_aio': 'blob I/O runs on the engine threads with pread/pwrite',
+  'pearl.disks_events_logfile': 'disk state changes go to the log and to oyster_disk_ready',
+  'pearl.validate_data_checksum_during_index_regen': 'a rebuilt index always checks every record\'s checksum (as bob does with true)',
+  'pearl.skip_holders_by_timestamp_step_when_reading': 'reads skip partitions by the versions they can hold, not by a time step',
+  'pearl.settings.create_pearl_wait_delay': "bob's wait between attempts to create a partition; Oyster creates it on the write that needs it",
+};
+
 export function readNodeConfig(reader: ConfigReader, document: unknown): NodeConfig {
   const root = reader.root(document);
 
   const indexMemoryLimit = root.size('index_memory_limit');
-  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls' | 'antiEntropy'> = {
+  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls' | 'antiEntropy' | 'noEffect'> = {
     logConfig: root.string('log_config'),
     usersConfig: root.string('users_config'),
     name: root.string('name', { required: true }),
@@ -176,6 +200,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
     pearl: readPearl(pearl ?? new ConfigReader(reader.file).mapping('pearl', {})),
     metrics: metrics ? readMetrics(metrics) : { ...DEFAULT_METRICS },
     tls: tls ? readTls(tls) : undefined,
+    noEffect: Object.keys(NO_EFFECT_KEYS).filter((key) => root.hasPath(key.split('.'))),
   };
 }
 

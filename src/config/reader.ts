@@ -101,6 +101,16 @@ export class MapReader {
     return Object.hasOwn(this.value, key) && !isPlaceholder(this.value[key]);
   }
 
+  /** has() for a key of nested mappings, ["pearl", "enable_aio"]: looks without reading (no problems, nothing marked read). */
+  hasPath(keys: readonly string[]): boolean {
+    let value: unknown = this.value;
+    for (const key of keys) {
+      if (!isMapping(value) || !Object.hasOwn(value, key)) return false;
+      value = value[key];
+    }
+    return !isPlaceholder(value);
+  }
+
   string(key: string, options: Mandatory<Rules<string>, string>): string;
   string(key: string, options?: Options<Rules<string>, string>): string | undefined;
   string(key: string, options: Options<Rules<string>, string> = {}): string | undefined {

@@ -1,8 +1,8 @@
 // users.yaml: roles (sets of permissions), users with a
 // plain password or a SHA-512 hash of password + salt, a role and per-flag
 // claims that override the role.
-import { ConfigReader } from '../config/reader';
-import { Permission, PERMISSION_KEYS, PermissionName } from './permissions';
+import { ConfigReader } from './reader';
+import { Permission, PERMISSION_KEYS, PermissionName } from '../model/permission';
 
 export interface User {
   username: string;

@@ -1,7 +1,6 @@
 // PeerClient: another node of the cluster, reached over gRPC with one
 // channel, bob's InterNode credentials and operation_timeout on every call.
 import * as grpc from '@grpc/grpc-js';
-import { GetSource } from '../backend/backend';
 import { errors, isOysterError } from '../backend/errors';
 import { SnapshotEntry } from '../engine/engine';
 import {
@@ -14,11 +13,11 @@ import {
   GetSource as Source,
   ReadFileChunkMsg,
   Replicas,
-} from '../grpc/proto';
-import { fromStatus } from '../grpc/status';
-import { decodeEntries, decodeStates, metaVersion, versionMeta } from '../grpc/versions';
+} from './proto';
+import { fromStatus } from './status';
+import { decodeEntries, decodeStates, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
-import { DeleteOptions, ExistAnswer, NodeApi } from './node-api';
+import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
 export interface PeerOptions {
   name: string;

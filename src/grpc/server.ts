@@ -3,12 +3,11 @@
 // validated first: a malformed one (wrong key length, missing meta, unknown
 // enum value, timestamp out of range) gets INVALID_ARGUMENT, never a crash.
 import * as grpc from '@grpc/grpc-js';
-import { GetSource } from '../backend/backend';
 import { AuthError, Authenticator } from '../auth/authenticator';
-import { GRPC_PERMISSION, Permission } from '../auth/permissions';
-import { DataApi } from '../cluster/data-api';
-import { LinkManager } from '../cluster/link-manager';
-import { NodeApi } from '../cluster/node-api';
+import { GRPC_PERMISSION } from '../auth/permissions';
+import { Permission } from '../model/permission';
+import { DataApi } from '../model/data-api';
+import { GetSource, NodeApi } from '../model/node-api';
 import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
 import { KeyState, Version } from '../model/version';
@@ -27,7 +26,8 @@ export interface CallParts {
 export interface BobServiceParts extends CallParts {
   local: NodeApi;
   grinder: DataApi;
-  links: LinkManager;
+  /** A peer's Ping named it: it is up (bob's link manager learns of peers that way too). */
+  heardFrom(node: string): void;
   keySize: number;
 }
 
@@ -222,7 +222,7 @@ export function serverStream<Req, Res>(
 }
 
 export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplementation {
-  const { local, grinder, links, keySize } = parts;
+  const { local, grinder, heardFrom, keySize } = parts;
   return {
     Put: unary<PutRequestMsg, object>(parts, 'Put', async (call) => {
       const req = call.request;
@@ -280,7 +280,7 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
 
     Ping: unary<object, object>(parts, 'Ping', async (call) => {
       const from = call.metadata.get('node_name')[0];
-      if (typeof from === 'string') links.heardFrom(from);
+      if (typeof from === 'string') heardFrom(from);
       return { value: {} };
     }),
   };

@@ -4,8 +4,8 @@
 // interface.
 import { isOysterError } from '../backend/errors';
 import { StorageObserver } from '../backend/group';
-import { DataApi } from '../cluster/data-api';
-import { NodeApi } from '../cluster/node-api';
+import { DataApi } from '../model/data-api';
+import { NodeApi } from '../model/node-api';
 import { secondsSince } from './hot';
 import { Interface, NodeMetrics, Outcome, RequestPath } from './registry';
 

@@ -1,6 +1,6 @@
 // The data operations a client asks of the cluster (REST /data, gRPC without
 // force_node): the node that receives them coordinates them.
-import { StoredValue, Version } from '../model/version';
+import { StoredValue, Version } from './version';
 
 export interface DataApi {
   /**

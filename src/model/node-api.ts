@@ -1,8 +1,10 @@
 // The operations one node performs on its own storage (bob's force_node
 // requests). The coordinator talks to this node and to its peers through the
 // same interface: LocalNode over the backend, PeerClient over gRPC.
-import { GetSource } from '../backend/backend';
-import { KeyState, StoredRecord, Version } from '../model/version';
+import { KeyState, StoredRecord, Version } from './version';
+
+/** Where a node looks: its replicas (normal), the alien copies it holds for others (alien), or both. */
+export type GetSource = 'all' | 'normal' | 'alien';
 
 /**
  * What a node answered for one key of an Exist: a record's state, a value

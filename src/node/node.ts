@@ -10,10 +10,10 @@ import { AntiEntropy } from '../cluster/anti-entropy';
 import { Grinder } from '../cluster/grinder';
 import { LinkManager } from '../cluster/link-manager';
 import { LocalNode } from '../cluster/local-node';
-import { PeerClient } from '../cluster/peer-client';
+import { PeerClient } from '../grpc/peer-client';
 import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
-import { Topology } from '../cluster/topology';
+import { Topology } from '../model/topology';
 import { BobApiService } from '../grpc/proto';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { bobService, startGrpcServer } from '../grpc/server';
@@ -195,7 +195,7 @@ export class OysterNode {
             ...calls,
             local: instrumentLocal(this.local, this.metrics),
             grinder: instrumentData(grinder, this.metrics, 'grpc'),
-            links: this.links,
+            heardFrom: (peer) => this.links.heardFrom(peer),
             keySize: config.cluster.keySize,
           }),
         },

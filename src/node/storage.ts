@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Backend } from '../backend/backend';
 import { DiskController, DiskState } from '../backend/disk-controller';
 import { Group, StorageObserver } from '../backend/group';
-import { Topology } from '../cluster/topology';
+import { Topology } from '../model/topology';
 import { LoadedConfig } from '../config/load';
 import { EngineOptions } from '../engine/engine';
 import { ownerHash } from '../keys/owner-hash';

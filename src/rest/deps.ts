@@ -1,8 +1,8 @@
 // What the REST routes need from the node.
 import type { Registry } from 'prom-client';
 import { Backend } from '../backend/backend';
-import { DataApi } from '../cluster/data-api';
-import { Topology } from '../cluster/topology';
+import { DataApi } from '../model/data-api';
+import { Topology } from '../model/topology';
 import { Logger } from '../logging/logger';
 
 export interface RestDeps {

@@ -1,7 +1,7 @@
 // JSON shapes shared by several routes.
 import fs from 'node:fs';
 import path from 'node:path';
-import { VDisk } from '../cluster/topology';
+import { VDisk } from '../model/topology';
 
 export interface VDiskJson {
   id: number;

@@ -4,8 +4,9 @@ import crypto from 'node:crypto';
 import t from 'tap';
 import YAML from 'yaml';
 import { AuthError, Authenticator } from '../../src/auth/authenticator';
-import { ALL_PERMISSIONS, Permission, restPermission } from '../../src/auth/permissions';
-import { readUsersConfig, UsersConfig } from '../../src/auth/users-config';
+import { restPermission } from '../../src/auth/permissions';
+import { ALL_PERMISSIONS, Permission } from '../../src/model/permission';
+import { readUsersConfig, UsersConfig } from '../../src/config/users-config';
 import { ConfigReader } from '../../src/config/reader';
 
 const hash = (password: string, salt: string) => crypto.createHash('sha512').update(password + salt).digest('hex');

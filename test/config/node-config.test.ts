@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { DEFAULT_METRICS } from '../../src/config/node-config';
+import { DEFAULT_METRICS, NO_EFFECT_KEYS } from '../../src/config/node-config';
 import { nodeYaml, readNode } from './read';
 
 const fixtures = path.resolve(__dirname, '../../../test/fixtures/bob-configs');
@@ -78,6 +78,7 @@ t.test('a node.yaml with every key', async (t) => {
     },
     tls: { caCertPath: 'my_ca.pem', domainName: 'bob', certPath: 'server.pem', pkeyPath: 'server.key', rest: false, grpc: false },
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
+    noEffect: Object.keys(NO_EFFECT_KEYS),
   });
 });
 
@@ -133,6 +134,7 @@ t.test('defaults of every optional key', async (t) => {
     metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' },
     tls: undefined,
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
+    noEffect: ['pearl.settings.create_pearl_wait_delay'],
   });
   t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' });
 });
@@ -467,4 +469,17 @@ metrics:
     'metrics.graphite_enabled: must be true or false',
     'metrics.prometheus_addr: "nowhere" has no port',
   ]);
+});
+
+t.test('keys that change nothing are named, whether set at the top, in pearl or in its settings', async (t) => {
+  const r = readNode(nodeYaml('count_interval: 5s'));
+  t.same(r.problems, []);
+  t.ok(Object.keys(NO_EFFECT_KEYS).length >= 10, 'the table lists them, each with why');
+  t.same(r.config.noEffect, ['count_interval', 'pearl.settings.create_pearl_wait_delay']);
+  const aio = readNode(withLine(/^pearl:$/m, 'pearl:\n  enable_aio: true'));
+  t.same(aio.problems, []);
+  t.same(aio.config.noEffect, ['pearl.enable_aio', 'pearl.settings.create_pearl_wait_delay']);
+  t.equal(aio.config.pearl.enableAio, true, 'still read as bob reads it');
+  const wrong = readNode(withLine(/^pearl:$/m, 'pearl:\n  enable_aio: sometimes'));
+  t.ok(wrong.problems.some((p) => p.key === 'pearl.enable_aio'), 'and checked as bob checks it');
 });

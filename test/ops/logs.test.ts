@@ -126,7 +126,7 @@ t.test('disk state changes at info, unknown configuration keys at warn', async (
         // bob would silently ignore the typo and listen on 0.0.0.0:9000.
         metrics: { graphite_enabled: false, prometheus_enabled: false, prometheus_adr: '127.0.0.1:9999' },
       },
-      pearl: { nonsense_option: true },
+      pearl: { nonsense_option: true, enable_aio: true },
     },
     (files) => fs.appendFileSync(files.clusterYaml, 'replication_factor: 3\n'),
   );
@@ -144,6 +144,10 @@ t.test('disk state changes at info, unknown configuration keys at warn', async (
     t.match(w?.msg, new RegExp(`${key.replace('.', '\\.')}.*unknown key`), `naming ${key} in its message`);
     t.match(w?.file, file, 'and the file');
   }
+  const inert = lines.filter((l) => /no effect in Oyster/.test(l.msg));
+  t.equal(inert.length, 1, 'keys bob reads and Oyster does not use: one line');
+  t.equal(inert[0]?.level, LEVEL.info, 'at info');
+  t.match(inert[0]?.msg, /pearl\.enable_aio/, 'naming them');
   const disk = lines.filter((l) => l.disk === 'disk1' && !l.alien);
   const states = disk.filter((l) => typeof l.state === 'string');
   t.ok(states.every((l) => l.level === LEVEL.info), 'disk state changes are logged at info');
