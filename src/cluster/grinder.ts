@@ -193,6 +193,18 @@ export class Grinder implements DataApi {
     const targets = this.topology.targetNodes(vdisk);
     const self = this.topology.self.name;
     const localAliens = this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk);
+    // This node the vdisk's only replica, and no alien copies here: what it
+    // holds is the answer, unless it holds nothing (alien copies elsewhere
+    // are asked below, with this answer in hand).
+    let own: Promise<StoredRecord | null> | null = null;
+    if (targets.length === 1 && targets[0] === self && !localAliens) {
+      own = this.parts.local.get(key, 'normal');
+      const record = await own.catch(() => undefined);
+      if (record) {
+        this.clock.observe(record.version);
+        return record.kind === 'found' ? record : null;
+      }
+    }
     // Versions first: one replica — this node when it is one — is asked for
     // the record, the others for its version; peers known to be down are
     // not asked at all.
@@ -202,7 +214,7 @@ export class Grinder implements DataApi {
       up.map((n) => ({
         node: n,
         weight: this.topology.replicasOn(vdisk, n).length,
-        done: n === primary ? this.node(n).get(key, 'normal') : this.node(n).exist([key], 'normal').then((a) => a[0]),
+        done: n === primary ? (n === self && own) || this.node(n).get(key, 'normal') : this.node(n).exist([key], 'normal').then((a) => a[0]),
       })),
     );
     const aliensHere: Promise<StoredRecord | null> | null = localAliens ? this.parts.local.get(key, 'alien').catch(() => null) : null;
