@@ -7,6 +7,7 @@
 
 #include "addon/js_records.h"
 #include "addon/js_status.h"
+#include "addon/pool_op.h"
 #include "engine/digest.h"
 #include "engine/format.h"
 #include "engine/version.h"
@@ -38,50 +39,11 @@ class KeyCopy {
   std::unique_ptr<char[]> heap_;
 };
 
-// Base of all asynchronous operations: owns the promise and, once the work is
-// done, settles it on the JavaScript thread.
-class Op : public Completion {
- public:
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
-  // Runs Run() on the pool, then delivers.
-  void Schedule() {
-    data_->pool()->Schedule([this] {
-      Run();
-      data_->queue()->Push(this);
-    });
-  }
-
-  void Complete(napi_env raw) override {
-    Napi::Env env(raw);
-    if (status_.ok()) {
-      deferred_.Resolve(Result(env));
-    } else {
-      Napi::Error e = StatusToError(env, status_);
-      Decorate(env, e);
-      deferred_.Reject(e.Value());
-    }
-  }
-
- protected:
-  Op(Napi::Env env, AddonData* data) : deferred_(Napi::Promise::Deferred::New(env)), data_(data) {
-    data_->queue()->Begin();
-  }
-
-  virtual void Run() {}
-  virtual Napi::Value Result(Napi::Env env) { return env.Undefined(); }
-  virtual void Decorate(Napi::Env, Napi::Error&) {}
-
-  Napi::Promise::Deferred deferred_;
-  AddonData* data_;
-  Status status_;
-};
-
-class WriteOp final : public Op, public WriteRequest {
+class WriteOp final : public PoolOp, public WriteRequest {
  public:
   WriteOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
           const Version& v, bool is_tombstone)
-      : Op(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
+      : PoolOp(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
     key = key_.data();
     version = v;
     tombstone = is_tombstone;
@@ -108,7 +70,7 @@ class WriteOp final : public Op, public WriteRequest {
 
   void Complete(napi_env env) override {
     if (value_ref_ != nullptr) napi_delete_reference(env, value_ref_);
-    Op::Complete(env);
+    PoolOp::Complete(env);
   }
 
  private:
@@ -142,10 +104,10 @@ void DecorateCorruption(Napi::Env env, const Status& s, const GetResult& r, Napi
   if (s.IsCorruption() && Known(r.version)) e.Set("version", VersionToJs(env, r.version));
 }
 
-class GetOp final : public Op {
+class GetOp final : public PoolOp {
  public:
   GetOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* k)
-      : Op(env, data), engine_(std::move(engine)), key_(k, engine_->options().key_size) {}
+      : PoolOp(env, data), engine_(std::move(engine)), key_(k, engine_->options().key_size) {}
 
   void Run() override { status_ = engine_->Get(key_.data(), &result_); }
 
@@ -161,10 +123,10 @@ class GetOp final : public Op {
 
 // Newest record of a key across the engines of a set in one trip to the
 // pool; only the winner's value is read.
-class GetNewestOp final : public Op {
+class GetNewestOp final : public PoolOp {
  public:
   GetNewestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, const char* k)
-      : Op(env, data), set_(std::move(set)), key_(k, set_->key_size()) {}
+      : PoolOp(env, data), set_(std::move(set)), key_(k, set_->key_size()) {}
 
   void Run() override { status_ = set_->Get(ReadOptions(), key_.data(), &result_); }
 
@@ -179,10 +141,10 @@ class GetNewestOp final : public Op {
 };
 
 // Newest version (without value) of each key across the engines of a set.
-class LookupNewestOp final : public Op {
+class LookupNewestOp final : public PoolOp {
  public:
   LookupNewestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, std::string keys)
-      : Op(env, data), set_(std::move(set)), keys_(std::move(keys)) {}
+      : PoolOp(env, data), set_(std::move(set)), keys_(std::move(keys)) {}
 
   void Run() override {
     const size_t k = set_->key_size();
@@ -201,10 +163,10 @@ class LookupNewestOp final : public Op {
 };
 
 // Digests of the newest records of a set's keys, per bucket.
-class DigestOp final : public Op {
+class DigestOp final : public PoolOp {
  public:
   DigestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, uint32_t bits)
-      : Op(env, data), set_(std::move(set)), bits_(bits) {}
+      : PoolOp(env, data), set_(std::move(set)), bits_(bits) {}
 
   void Run() override {
     std::vector<uint64_t> digests;
@@ -229,11 +191,11 @@ class DigestOp final : public Op {
 };
 
 // The newest records of the keys of some buckets, packed as Snapshot packs them.
-class EntriesOp final : public Op {
+class EntriesOp final : public PoolOp {
  public:
   EntriesOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, uint32_t bits,
             std::vector<uint32_t> buckets)
-      : Op(env, data), set_(std::move(set)), bits_(bits), buckets_(std::move(buckets)) {}
+      : PoolOp(env, data), set_(std::move(set)), bits_(bits), buckets_(std::move(buckets)) {}
 
   void Run() override { status_ = set_->Entries(bits_, buckets_, &packed_); }
   Napi::Value Result(Napi::Env env) override { return Napi::Buffer<char>::Copy(env, packed_.data(), packed_.size()); }
@@ -245,10 +207,10 @@ class EntriesOp final : public Op {
   std::string packed_;
 };
 
-class ExistsOp final : public Op {
+class ExistsOp final : public PoolOp {
  public:
   ExistsOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, std::string keys)
-      : Op(env, data), engine_(std::move(engine)), keys_(std::move(keys)) {}
+      : PoolOp(env, data), engine_(std::move(engine)), keys_(std::move(keys)) {}
 
   void Run() override {
     const size_t k = engine_->options().key_size;
@@ -266,9 +228,9 @@ class ExistsOp final : public Op {
   std::vector<LookupResult> results_;
 };
 
-class SnapshotOp final : public Op {
+class SnapshotOp final : public PoolOp {
  public:
-  SnapshotOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine) : Op(env, data), engine_(std::move(engine)) {}
+  SnapshotOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine) : PoolOp(env, data), engine_(std::move(engine)) {}
   void Run() override { status_ = engine_->Snapshot(&packed_); }
   Napi::Value Result(Napi::Env env) override { return Napi::Buffer<char>::Copy(env, packed_.data(), packed_.size()); }
 
@@ -277,11 +239,11 @@ class SnapshotOp final : public Op {
   std::string packed_;
 };
 
-class ControlOp final : public Op {
+class ControlOp final : public PoolOp {
  public:
   enum Kind { kCloseActiveBlob, kClose };
   ControlOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, Kind kind)
-      : Op(env, data), engine_(std::move(engine)), kind_(kind) {}
+      : PoolOp(env, data), engine_(std::move(engine)), kind_(kind) {}
 
   void Run() override {
     status_ = kind_ == kClose ? engine_->Close() : engine_->CloseActiveBlob();
@@ -319,10 +281,10 @@ Napi::Object RecoveryToObject(Napi::Env env, const RecoveryReport& r) {
   return o;
 }
 
-class OpenOp final : public Op {
+class OpenOp final : public PoolOp {
  public:
   OpenOp(Napi::Env env, AddonData* data, EngineOptions options, std::string dir)
-      : Op(env, data), options_(std::move(options)), dir_(std::move(dir)) {}
+      : PoolOp(env, data), options_(std::move(options)), dir_(std::move(dir)) {}
 
   void Run() override { status_ = Engine::Open(options_, dir_, &engine_, &report_); }
 

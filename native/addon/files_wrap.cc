@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "addon/addon_data.h"
-#include "addon/js_status.h"
+#include "addon/pool_op.h"
 #include "util/file_system.h"
 
 namespace oyster {
@@ -15,51 +15,32 @@ namespace {
 
 constexpr double kMaxSafeInteger = 9007199254740991.0;
 
-// One file operation: Run on the pool, its promise settled on the
-// JavaScript thread (the engine binding's Op pattern).
-class FileOp : public Completion {
+// One file operation: its Status-returning work on the pool, its promise
+// settled on the JavaScript thread (addon/pool_op.h).
+class FileOp : public PoolOp {
  public:
   // Schedules the work; returns the promise.
-  Napi::Value Start(Napi::Env env) {
-    Napi::Promise promise = deferred_.Promise();
-    data_->pool()->Schedule([this] {
-      status_ = Run();
-      data_->queue()->Push(this);
-    });
-    return promise;
-  }
-
-  void Complete(napi_env raw) override {
-    Napi::Env env(raw);
-    if (status_.ok()) {
-      deferred_.Resolve(Result(env));
-    } else {
-      deferred_.Reject(StatusToError(env, status_).Value());
-    }
+  Napi::Value Start() {
+    Napi::Promise p = promise();
+    Schedule();
+    return p;
   }
 
  protected:
-  explicit FileOp(Napi::Env env)
-      : deferred_(Napi::Promise::Deferred::New(env)), data_(env.GetInstanceData<AddonData>()) {
-    data_->queue()->Begin();
-  }
+  explicit FileOp(Napi::Env env) : PoolOp(env, env.GetInstanceData<AddonData>()) {}
 
-  virtual Status Run() = 0;
-  virtual Napi::Value Result(Napi::Env env) { return env.Undefined(); }
+  virtual Status Work() = 0;
 
  private:
-  Napi::Promise::Deferred deferred_;
-  AddonData* data_;
-  Status status_;
+  void Run() final { status_ = Work(); }
 };
 
-// The operations without a result: one call of the file system.
 class CallOp final : public FileOp {
  public:
   CallOp(Napi::Env env, std::function<Status()> call) : FileOp(env), call_(std::move(call)) {}
 
  private:
-  Status Run() override { return call_(); }
+  Status Work() override { return call_(); }
 
   std::function<Status()> call_;
 };
@@ -86,7 +67,7 @@ class ReadOp final : public FileOp {
   }
 
  private:
-  Status Run() override {
+  Status Work() override {
     std::unique_ptr<File> file;
     Status s = OpenReadOnlyFile(path_, &file);
     if (!s.ok()) return s;
@@ -123,7 +104,7 @@ class WriteOp final : public FileOp {
   }
 
  private:
-  Status Run() override {
+  Status Work() override {
     std::unique_ptr<File> file;
     Status s = FileSystem::Default()->OpenFile(path_, create_, &file);
     if (!s.ok()) return s;
@@ -144,7 +125,7 @@ class ListOp final : public FileOp {
   ListOp(Napi::Env env, std::string dir) : FileOp(env), dir_(std::move(dir)) {}
 
  private:
-  Status Run() override { return FileSystem::Default()->ListDir(dir_, &names_); }
+  Status Work() override { return FileSystem::Default()->ListDir(dir_, &names_); }
 
   Napi::Value Result(Napi::Env env) override {
     Napi::Array a = Napi::Array::New(env, names_.size());
@@ -192,7 +173,7 @@ bool IntegerArg(const Napi::CallbackInfo& info, size_t i, const char* name, doub
 }
 
 Napi::Value Call(Napi::Env env, std::function<Status()> call) {
-  return (new CallOp(env, std::move(call)))->Start(env);
+  return (new CallOp(env, std::move(call)))->Start();
 }
 
 // Argument i as a Buffer (a Uint8Array); throws and returns false otherwise.
@@ -210,7 +191,7 @@ Napi::Value Read(const Napi::CallbackInfo& info) {
       !BufferArg(info, 2, "target")) {
     return env.Undefined();
   }
-  return (new ReadOp(env, std::move(path), offset, info[2].As<Napi::Uint8Array>()))->Start(env);
+  return (new ReadOp(env, std::move(path), offset, info[2].As<Napi::Uint8Array>()))->Start();
 }
 
 Napi::Value Write(const Napi::CallbackInfo& info) {
@@ -226,7 +207,7 @@ Napi::Value Write(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   auto* op = new WriteOp(env, std::move(path), offset, info[2].As<Napi::Uint8Array>(), info[3].As<Napi::Boolean>());
-  return op->Start(env);
+  return op->Start();
 }
 
 Napi::Value Sync(const Napi::CallbackInfo& info) {
@@ -266,7 +247,7 @@ Napi::Value Remove(const Napi::CallbackInfo& info) {
 Napi::Value List(const Napi::CallbackInfo& info) {
   std::string dir;
   if (!PathArg(info, 0, "dir", &dir)) return info.Env().Undefined();
-  return (new ListOp(info.Env(), std::move(dir)))->Start(info.Env());
+  return (new ListOp(info.Env(), std::move(dir)))->Start();
 }
 
 }  // namespace

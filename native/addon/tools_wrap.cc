@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "addon/addon_data.h"
-#include "addon/js_status.h"
+#include "addon/pool_op.h"
 #include "engine/index_format.h"
 #include "tools/partition_check.h"
 #include "tools/partition_recovery.h"
@@ -22,14 +22,14 @@ Napi::Array Strings(Napi::Env env, const std::vector<std::string>& v) {
   return a;
 }
 
-// One tool run: owns the promise and the progress counters, runs on the
-// pool, settles on the JavaScript thread (the engine binding's Op pattern).
-class ToolOp : public Completion {
+// One tool run: a PoolOp (addon/pool_op.h) with progress counters that
+// JavaScript may read while it runs.
+class ToolOp : public PoolOp {
  public:
   // Schedules the work; returns { promise, progress }.
   Napi::Object Start(Napi::Env env) {
     Napi::Object task = Napi::Object::New(env);
-    task.Set("promise", deferred_.Promise());
+    task.Set("promise", promise());
     std::shared_ptr<ToolProgress> progress = progress_;
     task.Set("progress", Napi::Function::New(
                              env,
@@ -40,34 +40,14 @@ class ToolOp : public Completion {
                                return o;
                              },
                              "progress"));
-    data_->pool()->Schedule([this] {
-      Run();
-      data_->queue()->Push(this);
-    });
+    Schedule();
     return task;
   }
 
-  void Complete(napi_env raw) override {
-    Napi::Env env(raw);
-    if (status_.ok()) {
-      deferred_.Resolve(Result(env));
-    } else {
-      deferred_.Reject(StatusToError(env, status_).Value());
-    }
-  }
-
  protected:
-  ToolOp(Napi::Env env, AddonData* data) : deferred_(Napi::Promise::Deferred::New(env)), data_(data) {
-    data_->queue()->Begin();
-  }
+  ToolOp(Napi::Env env, AddonData* data) : PoolOp(env, data) {}
 
-  virtual void Run() = 0;
-  virtual Napi::Value Result(Napi::Env env) = 0;
-
-  Napi::Promise::Deferred deferred_;
-  AddonData* data_;
   std::shared_ptr<ToolProgress> progress_ = std::make_shared<ToolProgress>();
-  Status status_;
 };
 
 Napi::Object IndexHeaderToJs(Napi::Env env, const IndexHeader& h) {

@@ -6,7 +6,9 @@ import { Logger } from '../logging/logger';
 import { PeerClient } from '../grpc/peer-client';
 
 export class LinkManager {
+  private readonly peers = new Map<string, PeerClient>();
   private readonly up = new Map<string, boolean>();
+  private readonly listeners: Array<(node: string, available: boolean) => void> = [];
   private timer: NodeJS.Timeout | null = null;
   private readonly startedAt = Date.now();
   private checking = false;
@@ -14,12 +16,19 @@ export class LinkManager {
 
   constructor(
     private readonly selfName: string,
-    private readonly peers: Map<string, PeerClient>,
     private readonly checkIntervalMs: number,
     private readonly log: Logger,
-    private readonly onChange?: (node: string, available: boolean) => void,
-  ) {
-    for (const name of peers.keys()) this.up.set(name, false);
+  ) {}
+
+  /** A peer to ping; unreachable until its first answer. */
+  add(peer: PeerClient): void {
+    this.peers.set(peer.name, peer);
+    this.up.set(peer.name, false);
+  }
+
+  /** Calls `listener` whenever a peer becomes reachable or unreachable. */
+  onChange(listener: (node: string, available: boolean) => void): void {
+    this.listeners.push(listener);
   }
 
   start(): void {
@@ -72,6 +81,6 @@ export class LinkManager {
     if (this.stopped || this.up.get(peer.name) === ok) return;
     this.up.set(peer.name, ok);
     this.log.info({ peer: peer.name, available: ok }, `node ${peer.name} is ${ok ? 'reachable' : 'unreachable'}`);
-    this.onChange?.(peer.name, ok);
+    for (const l of this.listeners) l(peer.name, ok);
   }
 }

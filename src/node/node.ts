@@ -5,6 +5,7 @@ import net, { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { Authenticator } from '../auth/authenticator';
 import { Backend } from '../backend/backend';
+import { DiskState } from '../backend/disk-controller';
 import { AlienHandoff } from '../cluster/alien-handoff';
 import { AntiEntropy } from '../cluster/anti-entropy';
 import { Grinder } from '../cluster/grinder';
@@ -73,51 +74,47 @@ export class OysterNode {
     });
     for (const op of ['get', 'exist']) metrics.unansweredReads.inc({ operation: op }, 0);
     for (const outcome of ['repaired', 'failed', 'dropped']) metrics.readRepairs.inc({ outcome }, 0);
+    // Parts built further down hear of disk state changes through this list.
+    const diskStateListeners: Array<(disk: string, alien: boolean, state: DiskState) => void> = [
+      (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
+    ];
     this.backend = createBackend({
       config,
       topology: this.topology,
       initFolders: options.initFolders,
       log,
       onDiskState: (disk, alien, state) => {
-        metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0);
-        // A disk back in service (or replaced by an empty one) catches up.
-        if (state === 'Ready' && !alien) this.antiEntropy?.trigger();
+        for (const l of diskStateListeners) l(disk, alien, state);
       },
       observer: (disk) => storageObserver(metrics, disk),
       clock: this.clock,
     });
     this.local = new LocalNode(this.topology, this.backend, this.clock);
+    const links = new LinkManager(this.topology.self.name, config.node.checkInterval, log);
+    this.links = links;
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;
     for (const n of this.topology.nodes) {
       if (n.name === this.topology.self.name) continue;
       metrics.peerUp.set({ peer: n.name }, 0);
-      this.peers.set(
-        n.name,
-        new PeerClient({
-          name: n.name,
-          address: n.address,
-          selfName: this.topology.self.name,
-          operationTimeoutMs: config.node.operationTimeout,
-          maxReconnectBackoffMs: Math.max(100, Math.min(config.node.checkInterval, 5000)),
-          isAvailable: () => this.links.isAvailable(n.name),
-          credentials: channel?.credentials,
-          channelOptions: channel?.options,
-          observe: peerObserver(metrics, n.name),
-        }),
-      );
+      const peer = new PeerClient({
+        name: n.name,
+        address: n.address,
+        selfName: this.topology.self.name,
+        operationTimeoutMs: config.node.operationTimeout,
+        maxReconnectBackoffMs: Math.max(100, Math.min(config.node.checkInterval, 5000)),
+        isAvailable: () => links.isAvailable(n.name),
+        credentials: channel?.credentials,
+        channelOptions: channel?.options,
+        observe: peerObserver(metrics, n.name),
+      });
+      this.peers.set(n.name, peer);
+      links.add(peer);
     }
-    this.links = new LinkManager(this.topology.self.name, this.peers, config.node.checkInterval, log, (peer, up) => {
-      metrics.peerUp.set({ peer }, up ? 1 : 0);
-      if (up) {
-        this.handoff.trigger(peer);
-        this.antiEntropy.trigger();
-      }
-    });
-    this.antiEntropy = new AntiEntropy({
+    const antiEntropy = new AntiEntropy({
       topology: this.topology,
       backend: this.backend,
       peers: this.peers,
-      isAvailable: (n) => this.links.isAvailable(n),
+      isAvailable: (n) => links.isAvailable(n),
       clock: this.clock,
       keySize: config.cluster.keySize,
       intervalMs: config.node.antiEntropy.interval,
@@ -133,15 +130,28 @@ export class OysterNode {
         metrics.antiEntropyPassSeconds.set(seconds);
       },
     });
-    this.handoff = new AlienHandoff({
+    this.antiEntropy = antiEntropy;
+    const handoff = new AlienHandoff({
       topology: this.topology,
       backend: this.backend,
       nodeApi: (owner) => (owner === this.topology.self.name ? this.local : this.peers.get(owner)),
-      links: this.links,
+      links,
       log,
       intervalMs: Math.max(1000, config.node.checkInterval),
       concurrency: 8,
-      onDelivered: (owner, records) => this.metrics.aliensHandedOver.inc({ owner }, records),
+      onDelivered: (owner, records) => metrics.aliensHandedOver.inc({ owner }, records),
+    });
+    this.handoff = handoff;
+    // A disk back in service (or replaced by an empty one) catches up, as does a peer that returns.
+    diskStateListeners.push((_disk, alien, state) => {
+      if (state === 'Ready' && !alien) antiEntropy.trigger();
+    });
+    links.onChange((peer, up) => {
+      metrics.peerUp.set({ peer }, up ? 1 : 0);
+      if (up) {
+        handoff.trigger(peer);
+        antiEntropy.trigger();
+      }
     });
   }
 
