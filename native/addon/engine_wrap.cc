@@ -555,8 +555,13 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
     if (newest.value_size > into_size_) return env.Undefined();
     s = set_->Read(no_wait, key, where, &read_);
   }
+  // Damage is never among the failures: a no-wait read leaves it to getNewest.
+  if (s.ok() && newest.kind == GetResult::kFound) std::memcpy(into_, read_.record.value(), read_.record.value_size);
+  return NowAnswer(env, s, newest, static_cast<double>(read_.record.value_size));
+}
+
+Napi::Value EngineSetWrap::NowAnswer(Napi::Env env, const Status& s, const LookupResult& newest, double found) {
   if (s.IsWouldBlock()) return env.Undefined();
-  // Damage is never among these: a no-wait read leaves it to getNewest.
   if (!s.ok()) {
     StatusToError(env, s).ThrowAsJavaScriptException();
     return env.Undefined();
@@ -565,9 +570,7 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
   meta_[0] = static_cast<double>(newest.version.timestamp);
   meta_[1] = static_cast<double>(newest.version.tick());
   meta_[2] = newest.version.node();
-  if (newest.kind == GetResult::kDeleted) return Napi::Number::New(env, -2);
-  std::memcpy(into_, read_.record.value(), read_.record.value_size);
-  return Napi::Number::New(env, static_cast<double>(read_.record.value_size));
+  return Napi::Number::New(env, newest.kind == GetResult::kDeleted ? -2 : found);
 }
 
 Napi::Value EngineSetWrap::LookupNewestNow(const Napi::CallbackInfo& info) {
@@ -578,16 +581,7 @@ Napi::Value EngineSetWrap::LookupNewestNow(const Napi::CallbackInfo& info) {
   no_wait.no_wait = true;
   LookupResult newest;
   Status s = set_->Lookup(no_wait, key, &newest);
-  if (s.IsWouldBlock()) return env.Undefined();
-  if (!s.ok()) {
-    StatusToError(env, s).ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  if (newest.kind == GetResult::kAbsent) return Napi::Number::New(env, -1);
-  meta_[0] = static_cast<double>(newest.version.timestamp);
-  meta_[1] = static_cast<double>(newest.version.tick());
-  meta_[2] = newest.version.node();
-  return Napi::Number::New(env, newest.kind == GetResult::kDeleted ? -2 : 1);
+  return NowAnswer(env, s, newest, 1);
 }
 
 Napi::Value EngineSetWrap::LookupNewest(const Napi::CallbackInfo& info) {

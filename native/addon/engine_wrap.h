@@ -84,6 +84,11 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   // packed as Engine::Snapshot packs (every bucket below 2^bits).
   Napi::Value Entries(const Napi::CallbackInfo& info);
 
+  // The answer of a *Now call once `newest` is known without waiting (s OK):
+  // -1 no record; else meta_ is set and it is -2 for a tombstone, `found`
+  // for a value. undefined when s is WouldBlock; undefined with the error
+  // thrown for any other failure.
+  Napi::Value NowAnswer(Napi::Env env, const Status& s, const LookupResult& newest, double found);
   // Throws and returns false if the constructor refused its arguments.
   bool CheckConstructed(Napi::Env env);
   // Validates the key argument; throws and returns nullptr if it is unusable.
