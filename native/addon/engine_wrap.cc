@@ -55,8 +55,7 @@ class WriteOp final : public PoolOp, public WriteRequest {
       copy_.assign(reinterpret_cast<const char*>(v.Data()), value_size);
       value = copy_.data();
     } else {
-      // Kept alive by a reference until the write completes.
-      napi_create_reference(env, v, 1, &value_ref_);
+      Hold(env, v);
       value = reinterpret_cast<const char*>(v.Data());
     }
   }
@@ -68,16 +67,10 @@ class WriteOp final : public PoolOp, public WriteRequest {
     data_->queue()->Push(this);
   }
 
-  void Complete(napi_env env) override {
-    if (value_ref_ != nullptr) napi_delete_reference(env, value_ref_);
-    PoolOp::Complete(env);
-  }
-
  private:
   std::shared_ptr<Engine> engine_;
   KeyCopy key_;
   std::string copy_;
-  napi_ref value_ref_ = nullptr;
 };
 
 Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {

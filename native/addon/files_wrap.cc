@@ -56,14 +56,8 @@ class ReadOp final : public FileOp {
         offset_(offset),
         bytes_(reinterpret_cast<char*>(target.Data())),
         size_(target.ByteLength()) {
-    // The pool reads into the Buffer's own memory, which the reference keeps
-    // alive until the read is over.
-    napi_create_reference(env, target, 1, &target_ref_);
-  }
-
-  void Complete(napi_env env) override {
-    napi_delete_reference(env, target_ref_);
-    FileOp::Complete(env);
+    // The pool reads into the Buffer's own memory.
+    Hold(env, target);
   }
 
  private:
@@ -80,7 +74,6 @@ class ReadOp final : public FileOp {
   const uint64_t offset_;
   char* const bytes_;
   const size_t size_;
-  napi_ref target_ref_ = nullptr;
   size_t read_ = 0;
 };
 
@@ -93,14 +86,8 @@ class WriteOp final : public FileOp {
         bytes_(reinterpret_cast<const char*>(data.Data())),
         size_(data.ByteLength()),
         create_(create) {
-    // The pool writes from the Buffer's own memory, which the reference
-    // keeps alive until the write is over.
-    napi_create_reference(env, data, 1, &data_ref_);
-  }
-
-  void Complete(napi_env env) override {
-    napi_delete_reference(env, data_ref_);
-    FileOp::Complete(env);
+    // The pool writes from the Buffer's own memory.
+    Hold(env, data);
   }
 
  private:
@@ -117,7 +104,6 @@ class WriteOp final : public FileOp {
   const char* const bytes_;
   const size_t size_;
   const bool create_;
-  napi_ref data_ref_ = nullptr;
 };
 
 class ListOp final : public FileOp {

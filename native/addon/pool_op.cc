@@ -15,8 +15,11 @@ void PoolOp::Schedule() {
   });
 }
 
+void PoolOp::Hold(Napi::Env env, Napi::Value buffer) { napi_create_reference(env, buffer, 1, &held_); }
+
 void PoolOp::Complete(napi_env raw) {
   Napi::Env env(raw);
+  if (held_ != nullptr) napi_delete_reference(env, held_);
   if (status_.ok()) {
     deferred_.Resolve(Result(env));
   } else {

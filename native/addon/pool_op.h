@@ -1,7 +1,8 @@
 // PoolOp is one asynchronous call of the binding: its work runs on the
 // engine's thread pool, and its promise is settled on the JavaScript thread
 // with the Status the work left in status_ — resolved with Result(), or
-// rejected with StatusToError's error (which Decorate may add to).
+// rejected with StatusToError's error (which Decorate may add to). A Buffer
+// the work reads or writes in place is held alive until then (Hold).
 
 #ifndef OYSTER_ADDON_POOL_OP_H_
 #define OYSTER_ADDON_POOL_OP_H_
@@ -35,9 +36,16 @@ class PoolOp : public Completion {
   // JavaScript thread, when status_ is not OK: more on the error.
   virtual void Decorate(Napi::Env, Napi::Error&) {}
 
+  // Keeps `buffer` from being collected until the op completes, so that the
+  // pool may use its memory; at most one per op.
+  void Hold(Napi::Env env, Napi::Value buffer);
+
   Napi::Promise::Deferred deferred_;
   AddonData* const data_;
   Status status_;
+
+ private:
+  napi_ref held_ = nullptr;
 };
 
 }  // namespace oyster

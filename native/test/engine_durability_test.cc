@@ -104,15 +104,9 @@ class BlobLayout {
 // A write whose outcome the test reads once it is done (counted down on
 // `latch`, if any); on_ack runs as it is acknowledged, before the engine's
 // writer goes on.
-class Request final : public WriteRequest {
+class Request final : public test::OpRequest {
  public:
-  explicit Request(const WriteOp& op, test::Latch* latch = nullptr) : op_(op), latch_(latch) {
-    key = op_.key.data();
-    version = op_.version;
-    value = op_.value.data();
-    value_size = op_.value.size();
-    tombstone = op_.tombstone;
-  }
+  explicit Request(const WriteOp& op, test::Latch* latch = nullptr) : OpRequest(op), latch_(latch) {}
   void Done(const Status& s) override {
     status = s;
     done = true;
@@ -125,7 +119,6 @@ class Request final : public WriteRequest {
   bool done = false;
 
  private:
-  const WriteOp op_;
   test::Latch* const latch_;
 };
 

@@ -227,22 +227,23 @@ void GatedExecutor::Open() {
 
 // ---------------------------------------------------------------- engine
 
-class PendingWrites::Request final : public WriteRequest {
+OpRequest::OpRequest(const WriteOp& op) : op_(op) {
+  key = op_.key.data();
+  version = op_.version;
+  value = op_.value.data();
+  value_size = op_.value.size();
+  tombstone = op_.tombstone;
+}
+
+class PendingWrites::Request final : public OpRequest {
  public:
-  Request(const WriteOp& op, Latch* latch, Status* result) : op_(op), latch_(latch), result_(result) {
-    key = op_.key.data();
-    version = op_.version;
-    value = op_.value.data();
-    value_size = op_.value.size();
-    tombstone = op_.tombstone;
-  }
+  Request(const WriteOp& op, Latch* latch, Status* result) : OpRequest(op), latch_(latch), result_(result) {}
   void Done(const Status& s) override {
     *result_ = s;
     latch_->CountDown();
   }
 
  private:
-  const WriteOp op_;
   Latch* const latch_;
   Status* const result_;
 };

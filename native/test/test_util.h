@@ -146,6 +146,16 @@ struct WriteOp {
   static WriteOp Delete(std::string key, uint64_t ts) { return Delete(std::move(key), Ts(ts)); }
 };
 
+// The engine's request for `op`, whose copy it keeps: the engine points
+// into it until Done.
+class OpRequest : public WriteRequest {
+ public:
+  explicit OpRequest(const WriteOp& op);
+
+ private:
+  const WriteOp op_;
+};
+
 // Writes submitted together, so that the engine can batch them; the
 // destructor waits for the outstanding ones (the engine holds pointers into
 // them until it calls Done).

@@ -280,18 +280,32 @@ export class Group {
     return this.guard(async () => {
       const out: Array<{ partition: string; files: Array<{ name: string; size: number }> }> = [];
       for (const h of this.holders) {
-        const prefix = this.blobFilePrefix(h.dirName);
-        const names = new Set(await fs.promises.readdir(h.dir));
         const files: Array<{ name: string; size: number }> = [];
-        for (const name of names) {
-          const m = /^(.+)\.(\d{1,19})\.blob$/.exec(name);
-          if (!m || m[1] !== prefix || !names.has(`${m[1]}.${m[2]}.index`)) continue;
-          for (const f of [name, `${m[1]}.${m[2]}.index`]) files.push({ name: f, size: (await fs.promises.stat(path.join(h.dir, f))).size });
-        }
+        for (const name of await this.closedFileNames(h)) files.push({ name, size: (await fs.promises.stat(path.join(h.dir, name))).size });
         if (files.length > 0) out.push({ partition: h.dirName, files });
       }
       return out;
     });
+  }
+
+  /** Whether closedFiles() lists `name` in the attached partition `partition`: only its directory is read. */
+  async isClosedFile(partition: string, name: string): Promise<boolean> {
+    return this.guard(async () => {
+      const h = this.holders.find((x) => x.dirName === partition);
+      return h !== undefined && (await this.closedFileNames(h)).includes(name);
+    });
+  }
+
+  /** The blobs of a partition that have their index file, and those index files. */
+  private async closedFileNames(h: Holder): Promise<string[]> {
+    const prefix = this.blobFilePrefix(h.dirName);
+    const names = new Set(await fs.promises.readdir(h.dir));
+    const out: string[] = [];
+    for (const name of names) {
+      const m = /^(.+)\.(\d{1,19})\.blob$/.exec(name);
+      if (m && m[1] === prefix && names.has(`${m[1]}.${m[2]}.index`)) out.push(name, `${m[1]}.${m[2]}.index`);
+    }
+    return out;
   }
 
   /** The names of the blob and index files of partition `dirName` start with this (and a dot). */

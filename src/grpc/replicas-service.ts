@@ -111,8 +111,7 @@ export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServic
       const replica = backend.replicaGroup(vdisk);
       const group = replica.group();
       // Only the files Files lists: a closed blob or index file of a partition attached here.
-      const listed = await replica.disk.use(() => group.closedFiles());
-      if (!listed.some((p) => p.partition === partition && p.files.some((f) => f.name === name))) {
+      if (!(await replica.disk.use(() => group.isClosedFile(partition, name)))) {
         throw new BadRequest(`${partition}/${name} is not a closed file of vdisk ${vdisk} here`);
       }
       const file = path.join(group.dir, partition, name);
