@@ -1,7 +1,7 @@
 // Child of bench/engine.ts: opens one partition in a fresh process and
 // reports how much RSS the open added, so that the figure is not blurred by
 // the parent's heap. Usage: node --expose-gc engine-rss.js <dir> <records>
-import { Engine } from '../src/engine/engine';
+import { Engine } from '../src/store/engine';
 import { gc } from './lib';
 
 async function main(): Promise<void> {

@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Engine, EngineStats, engineInfo, RecoveryReport } from '../src/engine/engine';
+import { Engine, EngineStats, engineInfo, RecoveryReport } from '../src/store/engine';
 import { arg, benchDir, fmt, machine, runWindow, table } from './lib';
 
 // Every put carries a version as a coordinator stamps it: bob's second, the

@@ -16,8 +16,8 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Engine } from '../src/engine/engine';
-import { partitionStart } from '../src/backend/partition';
+import { Engine } from '../src/store/engine';
+import { partitionStart } from '../src/store/partition';
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
 import { arg, benchDir, fmt, machine, restClient, table } from './lib';
 

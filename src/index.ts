@@ -1,1 +1,1 @@
-export * from './engine/engine';
+export * from './store/engine';

@@ -7,18 +7,18 @@
 // retries the owner later with back-off. Delivery is idempotent and cannot
 // undo anything: the owner keeps whichever record is newer in the order of
 // versions, so a copy older than what the owner holds changes nothing.
-import { Backend } from '../backend/backend';
-import { Group } from '../backend/group';
-import { Holder } from '../backend/holder';
 import { Logger } from '../logging/logger';
 import { LinkManager } from './link-manager';
 import { NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
+import { NodeStore } from '../store/node-store';
+import { Partition } from '../store/partition';
+import { Vdisk } from '../store/vdisk';
 
 export interface HandoffParts {
   topology: Topology;
-  backend: Backend;
-  /** The owner's storage: this node's LocalNode for alien/<self>, a PeerClient otherwise. */
+  store: NodeStore;
+  /** The owner's storage: this node's NodeStore for alien/<self>, a PeerClient otherwise. */
   nodeApi: (owner: string) => NodeApi | undefined;
   links: LinkManager;
   log: Logger;
@@ -55,10 +55,10 @@ export class AlienHandoff {
   /** Alien records held on this node, by owner. */
   async pending(): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    const alien = this.parts.backend.alien;
+    const alien = this.parts.store.alien;
     if (!alien.isReady) return out;
-    for (const { owner, group } of alien.alienGroups()) {
-      out.set(owner, (out.get(owner) ?? 0) + (await group.recordsCount()));
+    for (const { owner, vdisk } of alien.alienVdisks()) {
+      out.set(owner, (out.get(owner) ?? 0) + (await vdisk.partitions.recordsCount()));
     }
     return out;
   }
@@ -79,45 +79,45 @@ export class AlienHandoff {
   }
 
   private async round(): Promise<void> {
-    const { backend, links, topology } = this.parts;
-    if (!backend.alien.isReady) return;
-    for (const { owner, group } of backend.alien.alienGroups()) {
+    const { store, links, topology } = this.parts;
+    if (!store.alien.isReady) return;
+    for (const { owner, vdisk } of store.alien.alienVdisks()) {
       if (this.stopped) return;
       const target = this.parts.nodeApi(owner);
       if (!target || !links.isAvailable(owner) || (this.retryAt.get(owner)?.at ?? 0) > Date.now()) continue;
       // Copies of this node's own replicas go home only when those disks serve again.
-      if (owner === topology.self.name && !backend.localGroups(group.vdisk).every((l) => l.disk.isReady)) continue;
+      if (owner === topology.self.name && !store.localReplicas(vdisk.id).every((l) => l.disk.isReady)) continue;
       // Partitions an operator detached (POST /alien/detach) and left in place are delivered too.
-      await backend.alien.use(() => group.attachAll()).catch((err: Error) =>
-        this.parts.log.warn({ owner, vdisk: group.vdisk, err: err.message }, 'detached alien partitions could not be attached again'),
+      await store.alien.use(() => vdisk.admin((ps) => ps.attachAll())).catch((err: Error) =>
+        this.parts.log.warn({ owner, vdisk: vdisk.id, err: err.message }, 'detached alien partitions could not be attached again'),
       );
-      if (group.partitions().length === 0) continue;
+      if (!vdisk.hasPartitions) continue;
       try {
-        await this.deliverGroup(owner, group, target);
+        await this.deliverVdisk(owner, vdisk, target);
         this.retryAt.delete(owner);
       } catch (err) {
         const prev = this.retryAt.get(owner)?.delayMs ?? this.parts.intervalMs / 2;
         const delayMs = Math.min(60_000, prev * 2);
         this.retryAt.set(owner, { at: Date.now() + delayMs, delayMs });
-        this.parts.log.warn({ owner, vdisk: group.vdisk, err: (err as Error).message, retryInMs: delayMs }, 'alien hand-off failed; will retry');
+        this.parts.log.warn({ owner, vdisk: vdisk.id, err: (err as Error).message, retryInMs: delayMs }, 'alien hand-off failed; will retry');
       }
     }
   }
 
-  private async deliverGroup(owner: string, group: Group, target: NodeApi): Promise<void> {
+  private async deliverVdisk(owner: string, vdisk: Vdisk, target: NodeApi): Promise<void> {
     // Oldest partition first, so that what is left is always the newer data.
-    for (const holder of group.partitions().reverse()) {
+    for (const partition of [...vdisk.partitions.all].reverse()) {
       if (this.stopped) return;
-      await group.seal(holder);
-      const delivered = await this.deliverHolder(holder, target);
-      await group.dropSealed(holder);
-      this.parts.log.info({ owner, vdisk: group.vdisk, partition: holder.dirName, records: delivered }, 'alien partition handed over to its owner');
+      await vdisk.admin((ps) => ps.seal(partition));
+      const delivered = await this.deliverPartition(partition, target);
+      await vdisk.admin((ps) => ps.dropSealed(partition));
+      this.parts.log.info({ owner, vdisk: vdisk.id, partition: partition.dirName, records: delivered }, 'alien partition handed over to its owner');
       this.parts.onDelivered?.(owner, delivered);
     }
   }
 
-  private async deliverHolder(holder: Holder, target: NodeApi): Promise<number> {
-    const entries = await holder.engine.snapshot();
+  private async deliverPartition(partition: Partition, target: NodeApi): Promise<number> {
+    const entries = await partition.engine.snapshot();
     let next = 0;
     const worker = async () => {
       while (next < entries.length) {
@@ -126,8 +126,8 @@ export class AlienHandoff {
           await target.delete(e.key, e.version, { isAlien: false, forceAlienNodes: [] });
           continue;
         }
-        const r = await holder.engine.get(e.key);
-        if (r?.kind === 'found') await target.put(e.key, r.value, r.version, []);
+        const r = await partition.engine.get(e.key);
+        if (r?.kind === 'found') await target.put(e.key, r.version, r.value, []);
         else if (r?.kind === 'deleted') await target.delete(e.key, r.version, { isAlien: false, forceAlienNodes: [] });
       }
     };

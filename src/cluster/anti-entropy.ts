@@ -16,14 +16,14 @@
 // copying is limited to `rateBytesPerSecond` of values.
 import fs from 'node:fs';
 import path from 'node:path';
-import { LocalReplica, Backend } from '../backend/backend';
-import { parsePartitionName } from '../backend/partition';
-import { SnapshotEntry } from '../engine/engine';
-import { files } from '../engine/files';
+import { LocalReplica, NodeStore } from '../store/node-store';
+import { parsePartitionName } from '../store/partition';
+import { SnapshotEntry } from '../store/engine';
+import { files } from '../store/files';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, StoredRecord } from '../model/version';
-import { isOysterError } from '../backend/errors';
+import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
 import { Topology } from '../model/topology';
 
@@ -43,7 +43,7 @@ const REFILL_STREAMS = 4;
 
 export interface AntiEntropyParts {
   topology: Topology;
-  backend: Backend;
+  store: NodeStore;
   peers: Map<string, PeerClient>;
   isAvailable: (node: string) => boolean;
   clock: VersionClock;
@@ -132,9 +132,9 @@ export class AntiEntropy {
 
   private async pass(): Promise<void> {
     const started = Date.now();
-    const { topology, backend } = this.parts;
+    const { topology, store } = this.parts;
     for (const v of topology.vdisks) {
-      for (const local of backend.localGroups(v.id)) {
+      for (const local of store.localReplicas(v.id)) {
         if (this.stopped) return;
         if (!local.disk.isReady) continue;
         for (const source of this.sourcesFor(v.id, local)) {
@@ -147,15 +147,15 @@ export class AntiEntropy {
   }
 
   private sourcesFor(vdisk: number, local: LocalReplica): Source[] {
-    const { topology, backend, peers } = this.parts;
+    const { topology, store, peers } = this.parts;
     const out: Source[] = [];
-    for (const other of backend.localGroups(vdisk)) {
+    for (const other of store.localReplicas(vdisk)) {
       if (other === local || !other.disk.isReady) continue;
       out.push({
         name: `${topology.self.name}/${other.disk.name}`,
-        digest: (bits) => other.disk.use(() => other.group().digest(bits)),
-        entries: (bits, buckets) => other.disk.use(() => other.group().entries(bits, buckets)),
-        get: (key) => other.disk.use(() => other.group().get(key)),
+        digest: (bits) => other.run((v) => v.digest(bits)),
+        entries: (bits, buckets) => other.run((v) => v.entries(bits, buckets)),
+        get: (key) => other.run((v) => v.get(key)),
       });
     }
     for (const node of topology.targetNodes(vdisk)) {
@@ -178,7 +178,7 @@ export class AntiEntropy {
     const report: SyncReport = { vdisk, source: source.name, differingBuckets: 0, copied: 0, bytes: 0 };
     const started = Date.now();
     let lastProgress = started;
-    let [mine, theirs] = await Promise.all([local.disk.use(() => local.group().digest(DIGEST_BITS)), source.digest(DIGEST_BITS)]);
+    let [mine, theirs] = await Promise.all([local.run((v) => v.digest(DIGEST_BITS)), source.digest(DIGEST_BITS)]);
     this.parts.onExchanged?.(theirs.digests.length);
     if (mine.keys * 2 < theirs.keys && source.files) {
       // A replica holding less than half of the other's keys (a replaced
@@ -188,7 +188,7 @@ export class AntiEntropy {
       const copied = await this.refill(vdisk, local, source);
       report.bytes += copied.bytes;
       const before = mine.keys;
-      mine = await local.disk.use(() => local.group().digest(DIGEST_BITS));
+      mine = await local.run((v) => v.digest(DIGEST_BITS));
       report.copied += mine.keys - before;
       this.parts.onCopied?.(source.name, mine.keys - before, copied.bytes);
     }
@@ -202,7 +202,7 @@ export class AntiEntropy {
     report.differingBuckets = differing.length;
     for (let i = 0; i < differing.length && !this.stopped; i += BUCKETS_PER_REQUEST) {
       const buckets = differing.slice(i, i + BUCKETS_PER_REQUEST);
-      const [ours, their] = await Promise.all([local.disk.use(() => local.group().entries(DIGEST_BITS, buckets)), source.entries(DIGEST_BITS, buckets)]);
+      const [ours, their] = await Promise.all([local.run((v) => v.entries(DIGEST_BITS, buckets)), source.entries(DIGEST_BITS, buckets)]);
       this.parts.onExchanged?.(their.length * (17 + this.parts.keySize));
       const newer = newerThere(ours, their);
       let next = 0;
@@ -215,9 +215,7 @@ export class AntiEntropy {
           const bytes = record.kind === 'found' ? record.value.length : 0;
           await this.tokens.take(bytes + this.parts.keySize);
           this.parts.clock.observe(record.version);
-          await local.disk.use(() =>
-            record.kind === 'found' ? local.group().put(e.key, record.version, record.value) : local.group().delete(e.key, record.version),
-          );
+          await local.run((v) => (record.kind === 'found' ? v.put(e.key, record.version, record.value) : v.delete(e.key, record.version)));
           report.copied++;
           report.bytes += bytes;
           this.parts.onCopied?.(source.name, 1, bytes);
@@ -249,26 +247,26 @@ export class AntiEntropy {
    */
   private async refill(vdisk: number, local: LocalReplica, source: Source): Promise<{ partitions: number; bytes: number }> {
     const started = Date.now();
-    const group = local.group();
+    const target = local.vdisk();
     const listed = await source.files!();
-    const here = new Set(await local.disk.use(() => files.list(group.dir)));
+    const here = new Set(await local.disk.use(() => files.list(target.dir)));
     const total = listed.reduce((a, p) => a + p.files.reduce((b, f) => b + f.size, 0), 0);
     let bytes = 0;
     let partitions = 0;
     let lastProgress = started;
     for (const p of listed) {
       if (this.stopped) break;
-      const prefix = group.blobFilePrefix(p.partition);
+      const prefix = target.partitions.blobFilePrefix(p.partition);
       if (here.has(p.partition) || parsePartitionName(p.partition) === null || p.files.some((f) => !f.name.startsWith(`${prefix}.`))) continue;
-      const tmp = path.join(group.dir, `.refill.${p.partition}`);
+      const tmp = path.join(target.dir, `.refill.${p.partition}`);
       await fs.promises.rm(tmp, { recursive: true, force: true });
       await local.disk.use(() => files.createDir(tmp));
       try {
         for (const f of p.files) bytes += await this.copyFile(local, source, p.partition, f, path.join(tmp, f.name));
         await local.disk.use(async () => {
           await files.syncDir(tmp);
-          await files.rename(tmp, path.join(group.dir, p.partition));
-          await files.syncDir(group.dir);
+          await files.rename(tmp, path.join(target.dir, p.partition));
+          await files.syncDir(target.dir);
         });
         partitions++;
       } catch (err) {
@@ -280,7 +278,7 @@ export class AntiEntropy {
         this.parts.log.info({ vdisk, disk: local.disk.name, source: source.name, partitions, bytes, of: total }, 'anti-entropy: refilling a replica with whole partitions');
       }
     }
-    await local.disk.use(() => group.attachAll());
+    await local.run((v) => v.admin((ps) => ps.attachAll()));
     this.parts.log.info(
       { vdisk, disk: local.disk.name, source: source.name, partitions, bytes, seconds: (Date.now() - started) / 1000 },
       'anti-entropy: replica refilled with whole partitions; comparing keys next',

@@ -21,13 +21,13 @@
 // get the newest one back (read repair). When no replica of a vdisk could
 // answer, GET and Exist fail: absence is never reported for a key nobody
 // could be asked about.
-import { errors, isOysterError, OysterError } from '../backend/errors';
+import { errors, isOysterError, OysterError } from '../model/errors';
 import { keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, KeyState, StoredRecord, StoredValue, Version } from '../model/version';
 import { DataApi } from '../model/data-api';
-import { LocalNode } from './local-node';
+import { NodeStore } from '../store/node-store';
 import { Gathering } from './gathering';
 import { ExistAnswer, NodeApi } from '../model/node-api';
 import { ReadRepair } from './read-repair';
@@ -38,7 +38,7 @@ export type ClusterPolicy = 'quorum' | 'simple';
 
 export interface GrinderParts {
   topology: Topology;
-  local: LocalNode;
+  local: NodeStore;
   peers: Map<string, NodeApi>;
   support: SupportNodes;
   quorum: number;
@@ -99,13 +99,13 @@ export class Grinder implements DataApi {
     if (targets.length === 1) {
       // One node holds every replica: nothing can answer early.
       try {
-        await this.node(targets[0]).put(key, value, version, []);
+        await this.node(targets[0]).put(key, version, value, []);
         acked = this.topology.replicasOn(vdisk, targets[0]).length;
       } catch (err) {
         onFailure(targets[0], err as Error);
       }
     } else {
-      const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, value, version, []) }));
+      const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, version, value, []) }));
       let pending = writes.length;
       await new Promise<void>((resolve) => {
         for (const w of writes) {
@@ -143,11 +143,11 @@ export class Grinder implements DataApi {
   /** Stores alien copies for `owners` on support nodes, falling back to this node. */
   private async putAliens(vdisk: number, key: Buffer, value: Buffer, version: Version, owners: string[]): Promise<void> {
     const { left } = await this.onSupportNodes('alien copy', vdisk, key, owners, (holder, owner) =>
-      this.node(holder).put(key, value, version, [owner]),
+      this.node(holder).put(key, version, value, [owner]),
     );
     for (const owner of left) {
       try {
-        await this.parts.local.put(key, value, version, [owner]);
+        await this.parts.local.put(key, version, value, [owner]);
       } catch (err) {
         throw failedEverywhere(`no replica and no alien copy could be written for ${owner}`, err);
       }

@@ -43,7 +43,7 @@ export class ReadRepair {
   private async write(name: string, key: Buffer, record: StoredRecord): Promise<void> {
     const node = this.parts.node(name);
     try {
-      if (record.kind === 'found') await node.put(key, record.value, record.version, []);
+      if (record.kind === 'found') await node.put(key, record.version, record.value, []);
       else await node.delete(key, record.version, { isAlien: false, forceAlienNodes: [] });
       this.parts.onRepair?.('repaired');
     } catch (err) {

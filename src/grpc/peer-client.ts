@@ -1,8 +1,8 @@
 // PeerClient: another node of the cluster, reached over gRPC with one
 // channel, bob's InterNode credentials and operation_timeout on every call.
 import * as grpc from '@grpc/grpc-js';
-import { errors, isOysterError } from '../backend/errors';
-import { SnapshotEntry } from '../engine/engine';
+import { errors, isOysterError } from '../model/errors';
+import { SnapshotEntry } from '../store/engine';
 import {
   BobApi,
   BlobMsg,
@@ -105,7 +105,7 @@ export class PeerClient implements NodeApi {
     await this.call('Ping', {}, md, false);
   }
 
-  async put(key: Buffer, value: Buffer, version: Version, remoteNodes: string[]): Promise<void> {
+  async put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
     await this.call('Put', {
       key: { key },
       data: { data: value, meta: versionMeta(version) },

@@ -3,8 +3,8 @@
 // its peers.
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Backend } from '../backend/backend';
-import { files } from '../engine/files';
+import { NodeStore } from '../store/node-store';
+import { files } from '../store/files';
 import {
   DigestRequestMsg,
   DigestResponseMsg,
@@ -70,11 +70,11 @@ export const replicasDefinition: grpc.ServiceDefinition = {
 };
 
 export interface ReplicasServiceParts extends CallParts {
-  backend: Backend;
+  store: NodeStore;
 }
 
 function vdiskOf(parts: ReplicasServiceParts, vdisk: unknown): number {
-  if (typeof vdisk !== 'number' || parts.backend.topology.vdisk(vdisk) === undefined) throw new BadRequest(`unknown vdisk ${String(vdisk)}`);
+  if (typeof vdisk !== 'number' || parts.store.topology.vdisk(vdisk) === undefined) throw new BadRequest(`unknown vdisk ${String(vdisk)}`);
   return vdisk;
 }
 
@@ -84,20 +84,18 @@ function bitsOf(bits: unknown): number {
 }
 
 export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServiceImplementation {
-  const { backend } = parts;
+  const { store } = parts;
   return {
     Digest: unary<DigestRequestMsg, DigestResponseMsg>(parts, 'Digest', async (call) => {
       const vdisk = vdiskOf(parts, call.request.vdisk);
       const bits = bitsOf(call.request.bits);
-      const group = backend.replicaGroup(vdisk);
-      const { digests, keys } = await group.disk.use(() => group.group().digest(bits));
+      const { digests, keys } = await store.servingReplica(vdisk).run((v) => v.digest(bits));
       return { value: { digests, keys } };
     }),
 
     Files: unary<FilesRequestMsg, FilesResponseMsg>(parts, 'Files', async (call) => {
       const vdisk = vdiskOf(parts, call.request.vdisk);
-      const replica = backend.replicaGroup(vdisk);
-      const partitions = await replica.disk.use(() => replica.group().closedFiles());
+      const partitions = await store.servingReplica(vdisk).run((v) => v.admin((ps) => ps.closedFiles()));
       return { value: { partitions: partitions.map((p) => ({ partition: p.partition, files: p.files.map((f) => ({ name: f.name, size: String(f.size) })) })) } };
     }),
 
@@ -108,13 +106,12 @@ export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServic
       const length = call.request.length;
       if (!Number.isSafeInteger(offset) || offset < 0) throw new BadRequest(`offset ${String(call.request.offset)} is out of range`);
       if (!Number.isInteger(length) || length < 1 || length > MAX_READ) throw new BadRequest(`length ${length} is not in 1..${MAX_READ}`);
-      const replica = backend.replicaGroup(vdisk);
-      const group = replica.group();
+      const replica = store.servingReplica(vdisk);
       // Only the files Files lists: a closed blob or index file of a partition attached here.
-      if (!(await replica.disk.use(() => group.isClosedFile(partition, name)))) {
+      if (!(await replica.run((v) => v.admin((ps) => ps.isClosedFile(partition, name))))) {
         throw new BadRequest(`${partition}/${name} is not a closed file of vdisk ${vdisk} here`);
       }
-      const file = path.join(group.dir, partition, name);
+      const file = path.join(replica.vdisk().dir, partition, name);
       const spare: Buffer[] = [];
       const read = (at: number) => {
         const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(CHUNK_HEADER + READ_CHUNK);
@@ -141,8 +138,7 @@ export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServic
       const bits = bitsOf(call.request.bits);
       const buckets = call.request.buckets ?? [];
       if (buckets.some((b) => !Number.isInteger(b) || b < 0 || b >= 2 ** bits)) throw new BadRequest(`a bucket is not in 0..2^${bits}-1`);
-      const group = backend.replicaGroup(vdisk);
-      const entries = await group.disk.use(() => group.group().entries(bits, buckets));
+      const entries = await store.servingReplica(vdisk).run((v) => v.entries(bits, buckets));
       return { value: { entries: encodeEntries(entries) } };
     }),
   };

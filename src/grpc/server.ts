@@ -230,7 +230,7 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
       if (!req.key || !req.data || !req.data.meta) throw new BadRequest(missing);
       const k = key(req.key, keySize, missing);
       const value = Buffer.isBuffer(req.data.data) ? req.data.data : Buffer.alloc(0);
-      if (req.options?.force_node) await local.put(k, value, version(req.data.meta, missing), req.options.remote_nodes ?? []);
+      if (req.options?.force_node) await local.put(k, version(req.data.meta, missing), value, req.options.remote_nodes ?? []);
       else await grinder.put(k, value, timestamp(req.data.meta, missing));
       return { value: { error: null } };
     }),

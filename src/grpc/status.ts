@@ -1,7 +1,7 @@
 // Errors as gRPC statuses with bob's message conventions (
 // peers parse the first word of the message), and back.
 import * as grpc from '@grpc/grpc-js';
-import { ErrorKind, OysterError } from '../backend/errors';
+import { ErrorKind, OysterError } from '../model/errors';
 
 // Each kind answers with the code of its cause: what a client may retry
 // elsewhere or later is UNAVAILABLE, INTERNAL is left for Oyster's own bugs.

@@ -2,8 +2,8 @@
 // layers below knowing about metrics: a DataApi (coordinated requests) or a
 // NodeApi (requests served from this node's storage) wrapped for an
 // interface.
-import { isOysterError } from '../backend/errors';
-import { StorageObserver } from '../backend/group';
+import { isOysterError } from '../model/errors';
+import { StorageObserver } from '../store/vdisk';
 import { DataApi } from '../model/data-api';
 import { NodeApi } from '../model/node-api';
 import { secondsSince } from './hot';
@@ -84,7 +84,7 @@ export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
   const record = recorder(m, 'grpc', 'local');
   return {
     name: api.name,
-    put: (key, value, version, remote) => record('put', () => api.put(key, value, version, remote)),
+    put: (key, version, value, remote) => record('put', () => api.put(key, version, value, remote)),
     get: (key, source) => record('get', () => api.get(key, source), (v) => v?.kind === 'found'),
     exist: (keys, source) => record('exist', () => api.exist(keys, source)),
     delete: (key, version, options) => record('delete', () => api.delete(key, version, options)),
@@ -99,7 +99,7 @@ export function peerObserver(m: NodeMetrics, peer: string) {
   };
 }
 
-/** The Group hook: engine operations, bytes and damaged records. */
+/** The Vdisk hook: engine operations, bytes and damaged records. */
 export function storageObserver(m: NodeMetrics, disk: string): StorageObserver {
   const written = m.engineBytes.child('written');
   const read = m.engineBytes.child('read');

@@ -4,7 +4,7 @@
 // engines serves all of them.
 import fs from 'node:fs';
 import { Gauge, Registry } from 'prom-client';
-import { Backend } from '../backend/backend';
+import { NodeStore } from '../store/node-store';
 
 interface DiskFigures {
   blobs: number;
@@ -21,14 +21,14 @@ interface Figures {
   space: Map<string, { total: number; free: number }>;
 }
 
-export function registerStorageGauges(registry: Registry, backend: Backend): void {
+export function registerStorageGauges(registry: Registry, store: NodeStore): void {
   // All gauges of one scrape share one walk: prom-client starts every
   // collect() of a scrape at once, so they find the walk in flight. A later
   // scrape walks again (a cache by time would show figures from before the
   // latest writes or disk state changes).
   let inFlight: Promise<Figures> | null = null;
   const figures = (): Promise<Figures> => {
-    inFlight ??= gather(backend).finally(() => (inFlight = null));
+    inFlight ??= gather(store).finally(() => (inFlight = null));
     return inFlight;
   };
   const perDisk = (name: string, help: string, pick: (d: DiskFigures) => number) =>
@@ -73,17 +73,17 @@ export function registerStorageGauges(registry: Registry, backend: Backend): voi
   });
 }
 
-async function gather(backend: Backend): Promise<Figures> {
+async function gather(store: NodeStore): Promise<Figures> {
   const disks = new Map<string, DiskFigures>();
   const aliens = new Map<string, number>();
-  for (const c of [...backend.disks, backend.alien]) {
+  for (const c of [...store.disks, store.alien]) {
     const d = disks.get(c.name) ?? { blobs: 0, records: 0, partitions: 0, indexMemory: 0, filterMemory: 0, usedBytes: 0 };
     disks.set(c.name, d);
     if (!c.isReady) continue;
-    const groups = c.alien ? c.alienGroups() : c.allGroups().map((group) => ({ owner: '', group }));
-    for (const { owner, group } of groups) {
-      for (const h of group.partitions()) {
-        const st = await h.engine.stats().catch(() => null);
+    const vdisks = c.alien ? c.alienVdisks() : c.allVdisks().map((vdisk) => ({ owner: '', vdisk }));
+    for (const { owner, vdisk } of vdisks) {
+      for (const p of vdisk.partitions.all) {
+        const st = await p.engine.stats().catch(() => null);
         if (!st) continue;
         d.blobs += st.blobs;
         d.records += st.records;
@@ -96,7 +96,7 @@ async function gather(backend: Backend): Promise<Figures> {
     }
   }
   const space = new Map<string, { total: number; free: number }>();
-  for (const c of backend.disks) {
+  for (const c of store.disks) {
     const s = await fs.promises.statfs(c.options.diskPath).catch(() => null);
     if (s) space.set(c.name, { total: s.blocks * s.bsize, free: s.bavail * s.bsize });
   }

@@ -4,13 +4,12 @@ import http from 'node:http';
 import net, { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { Authenticator } from '../auth/authenticator';
-import { Backend } from '../backend/backend';
-import { DiskState } from '../backend/disk-controller';
+import { DiskState } from '../store/disk';
+import { NodeStore } from '../store/node-store';
 import { AlienHandoff } from '../cluster/alien-handoff';
 import { AntiEntropy } from '../cluster/anti-entropy';
 import { Grinder } from '../cluster/grinder';
 import { LinkManager } from '../cluster/link-manager';
-import { LocalNode } from '../cluster/local-node';
 import { PeerClient } from '../grpc/peer-client';
 import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
@@ -26,7 +25,7 @@ import { createMetrics, NodeMetrics } from '../metrics/registry';
 import { registerStorageGauges } from '../metrics/storage-gauges';
 import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
-import { alienLocation, createBackend } from './storage';
+import { alienLocation, createNodeStore } from './storage';
 import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
 import { versionInfo } from './version';
 import { VersionClock } from '../model/clock';
@@ -43,9 +42,8 @@ export interface NodeOptions {
 
 export class OysterNode {
   readonly topology: Topology;
-  readonly backend: Backend;
+  readonly store: NodeStore;
   readonly metrics: NodeMetrics;
-  readonly local: LocalNode;
   readonly peers = new Map<string, PeerClient>();
   readonly links: LinkManager;
   readonly handoff: AlienHandoff;
@@ -78,7 +76,7 @@ export class OysterNode {
     const diskStateListeners: Array<(disk: string, alien: boolean, state: DiskState) => void> = [
       (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
     ];
-    this.backend = createBackend({
+    this.store = createNodeStore({
       config,
       topology: this.topology,
       initFolders: options.initFolders,
@@ -89,7 +87,6 @@ export class OysterNode {
       observer: (disk) => storageObserver(metrics, disk),
       clock: this.clock,
     });
-    this.local = new LocalNode(this.topology, this.backend, this.clock);
     const links = new LinkManager(this.topology.self.name, config.node.checkInterval, log);
     this.links = links;
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;
@@ -112,7 +109,7 @@ export class OysterNode {
     }
     const antiEntropy = new AntiEntropy({
       topology: this.topology,
-      backend: this.backend,
+      store: this.store,
       peers: this.peers,
       isAvailable: (n) => links.isAvailable(n),
       clock: this.clock,
@@ -133,8 +130,8 @@ export class OysterNode {
     this.antiEntropy = antiEntropy;
     const handoff = new AlienHandoff({
       topology: this.topology,
-      backend: this.backend,
-      nodeApi: (owner) => (owner === this.topology.self.name ? this.local : this.peers.get(owner)),
+      store: this.store,
+      nodeApi: (owner) => (owner === this.topology.self.name ? this.store : this.peers.get(owner)),
       links,
       log,
       intervalMs: Math.max(1000, config.node.checkInterval),
@@ -172,10 +169,10 @@ export class OysterNode {
   async start(): Promise<void> {
     const { config, log } = this.options;
     const { node } = config;
-    await this.backend.start();
+    await this.store.start();
     const grinder = new Grinder({
       topology: this.topology,
-      local: this.local,
+      local: this.store,
       peers: this.peers,
       support: new SupportNodes(this.topology, this.links),
       quorum: node.quorum,
@@ -183,7 +180,7 @@ export class OysterNode {
       clock: this.clock,
       isAvailable: (n) => this.links.isAvailable(n),
       repair: new ReadRepair({
-        node: (n) => (n === this.topology.self.name ? this.local : this.peers.get(n)!),
+        node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
         maxInFlight: 64,
         log,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
@@ -203,13 +200,13 @@ export class OysterNode {
           definition: BobApiService,
           implementation: bobService({
             ...calls,
-            local: instrumentLocal(this.local, this.metrics),
+            local: instrumentLocal(this.store, this.metrics),
             grinder: instrumentData(grinder, this.metrics, 'grpc'),
             heardFrom: (peer) => this.links.heardFrom(peer),
             keySize: config.cluster.keySize,
           }),
         },
-        { definition: replicasDefinition, implementation: replicasService({ ...calls, backend: this.backend }) },
+        { definition: replicasDefinition, implementation: replicasService({ ...calls, store: this.store }) },
       ],
       {
         address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
@@ -224,7 +221,7 @@ export class OysterNode {
     const app = createRestApp(
       {
         topology: this.topology,
-        backend: this.backend,
+        store: this.store,
         data: instrumentData(grinder, this.metrics, 'rest'),
         keySize: config.cluster.keySize,
         bodyLimit: node.httpMaxBodySize,
@@ -241,7 +238,7 @@ export class OysterNode {
       this.metrics,
       auth,
     );
-    registerStorageGauges(this.metrics.registry, this.backend);
+    registerStorageGauges(this.metrics.registry, this.store);
     const server = createRestServer(app, this.tls && node.tls?.rest ? this.tls : undefined);
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
@@ -309,7 +306,7 @@ export class OysterNode {
       await grpcDone;
       this.metricsListener?.close();
       for (const p of this.peers.values()) p.close();
-      await this.backend.close();
+      await this.store.close();
       this.log.info('node stopped');
     })();
     return this.stopping;
@@ -317,13 +314,13 @@ export class OysterNode {
 
   private async closeOutdatedActiveBlobs(): Promise<void> {
     const now = Date.now();
-    for (const c of [...this.backend.disks, this.backend.alien]) {
+    for (const c of [...this.store.disks, this.store.alien]) {
       if (!c.isReady) continue;
-      for (const g of c.allGroups()) {
+      for (const g of c.allVdisks()) {
         try {
-          await c.use(() => g.closeOutdatedActiveBlobs(now));
+          await c.use(() => g.admin((ps) => ps.closeOutdatedActiveBlobs(now)));
         } catch (err) {
-          this.log.warn({ disk: c.name, vdisk: g.vdisk, err: (err as Error).message }, 'closing outdated active blobs failed');
+          this.log.warn({ disk: c.name, vdisk: g.id, err: (err as Error).message }, 'closing outdated active blobs failed');
         }
       }
     }

@@ -1,12 +1,12 @@
-// Builds this node's storage (disk controllers, groups, engines) from its
+// Builds this node's storage (disks, vdisks, partitions) from its
 // configuration: where every directory is and how partitions are named.
 import path from 'node:path';
-import { Backend } from '../backend/backend';
-import { DiskController, DiskState } from '../backend/disk-controller';
-import { Group, StorageObserver } from '../backend/group';
+import { Disk, DiskState } from '../store/disk';
+import { NodeStore } from '../store/node-store';
+import { StorageObserver, Vdisk } from '../store/vdisk';
 import { Topology } from '../model/topology';
 import { LoadedConfig } from '../config/load';
-import { EngineOptions } from '../engine/engine';
+import { EngineOptions } from '../store/engine';
 import { ownerHash } from '../keys/owner-hash';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
@@ -21,7 +21,7 @@ export interface StorageOptions {
   /** What the partitions of a disk report to (metrics). */
   observer?: (disk: string) => StorageObserver;
   /** The node's version clock, shown every partition opened. */
-  clock?: VersionClock;
+  clock: VersionClock;
 }
 
 /** Where the alien directory lives and under which name /disks/list shows it. */
@@ -34,7 +34,7 @@ export function alienLocation(config: LoadedConfig, topology: Topology): { name:
   return { name: 'alien_disk', diskPath: path.dirname(root), root };
 }
 
-export function createBackend(o: StorageOptions): Backend {
+export function createNodeStore(o: StorageOptions): NodeStore {
   const { node, cluster } = o.config;
   const { pearl } = node;
   const self = o.topology.self.name;
@@ -47,10 +47,10 @@ export function createBackend(o: StorageOptions): Backend {
     bloomBitsPerKey: bloomBitsPerKey(pearl.bloomFilterMaxBufBitsCount, pearl.maxDataInBlob),
   };
   const periodSeconds = Math.max(1, Math.round(pearl.settings.timestampPeriod / 1000));
-  const group = (disk: string, dir: string, vdisk: number, alien: boolean) =>
-    new Group({
+  const vdisk = (disk: string, dir: string, id: number, alien: boolean) =>
+    new Vdisk({
       dir,
-      vdisk,
+      id,
       // Alien partitions carry the hash of "a" + the storing node, so that
       // copied into the owner's vdisk they never collide with its own.
       hash: ownerHash(alien ? `a${self}` : self, pearl.hashCharsCount),
@@ -73,20 +73,20 @@ export function createBackend(o: StorageOptions): Backend {
   };
   const disks = o.topology.self.disks.map(
     (d) =>
-      new DiskController({
+      new Disk({
         ...common,
         name: d.name,
         diskPath: d.path,
         root: path.join(d.path, pearl.settings.rootDirName),
         alien: false,
         vdisks: o.topology.vdisksOnLocalDisk(d.name),
-        makeGroup: (dir, vdisk) => group(d.name, dir, vdisk, false),
+        makeVdisk: (dir, id) => vdisk(d.name, dir, id, false),
         log: o.log,
         onStateChange: (s) => o.onDiskState?.(d.name, false, s),
       }),
   );
   const where = alienLocation(o.config, o.topology);
-  const alien = new DiskController({
+  const alien = new Disk({
     ...common,
     name: where.name,
     diskPath: where.diskPath,
@@ -94,11 +94,11 @@ export function createBackend(o: StorageOptions): Backend {
     alien: true,
     vdisks: [],
     acceptsAlien: (owner, vdisk) => o.topology.node(owner) !== undefined && o.topology.isOnNode(vdisk, owner),
-    makeGroup: (dir, vdisk) => group(where.name, dir, vdisk, true),
+    makeVdisk: (dir, id) => vdisk(where.name, dir, id, true),
     log: o.log,
     onStateChange: (s) => o.onDiskState?.(where.name, true, s),
   });
-  return new Backend({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, log: o.log });
+  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, log: o.log });
 }
 
 // bob sizes bloom filters in bits per blob; the engine in bits per key.

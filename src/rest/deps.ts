@@ -1,13 +1,13 @@
 // What the REST routes need from the node.
 import type { Registry } from 'prom-client';
-import { Backend } from '../backend/backend';
 import { DataApi } from '../model/data-api';
 import { Topology } from '../model/topology';
 import { Logger } from '../logging/logger';
+import { NodeStore } from '../store/node-store';
 
 export interface RestDeps {
   topology: Topology;
-  backend: Backend;
+  store: NodeStore;
   data: DataApi;
   keySize: number;
   /** Largest accepted request body (node.yaml http_max_body_size). */

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { Test } from 'tap';
-import { Engine } from '../../src/engine/engine';
+import { Engine } from '../../src/store/engine';
 import { blobFiles, blobFormatOf, copyPartition, flipByte, FORMAT1_FIXTURE, recordsIn } from '../helpers/blob-files';
 import { startNode, writeCluster } from '../helpers/oysterd';
 import { keyOf, valueOf, ver } from '../helpers/records';

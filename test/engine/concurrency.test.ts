@@ -1,7 +1,7 @@
 // Many puts and gets in flight at once on one engine, across rotations and
 // background index builds: no lost or mixed-up values.
 import t from 'tap';
-import { Engine } from '../../src/engine/engine';
+import { Engine } from '../../src/store/engine';
 import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 

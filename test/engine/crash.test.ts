@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
-import { Engine } from '../../src/engine/engine';
+import { Engine } from '../../src/store/engine';
 import { keyOf, sizeOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 

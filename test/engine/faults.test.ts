@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { Test } from 'tap';
-import { Engine, EngineError, EngineErrorCode, engineInfo, isEngineError } from '../../src/engine/engine';
+import { Engine, EngineError, EngineErrorCode, engineInfo, isEngineError } from '../../src/store/engine';
 import { blobFiles, copyPartition, flipByte, indexFiles, recordsIn } from '../helpers/blob-files';
 import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';

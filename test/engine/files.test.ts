@@ -1,11 +1,11 @@
-// The addon's whole-file operations (src/engine/files.ts) on a real
+// The addon's whole-file operations (src/store/files.ts) on a real
 // directory: what each does, the errors it rejects with, and the arguments
 // it refuses.
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { EngineErrorCode, isEngineError } from '../../src/engine/engine';
-import { files } from '../../src/engine/files';
+import { EngineErrorCode, isEngineError } from '../../src/store/engine';
+import { files } from '../../src/store/files';
 import { tempDir } from '../helpers/tmpdir';
 
 /** Rejects with OYSTER_IO_ERROR carrying this errno name (and a number). */

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { Test } from 'tap';
-import { Engine, EngineSet } from '../../src/engine/engine';
+import { Engine, EngineSet } from '../../src/store/engine';
 import { bobVersion, StoredRecord } from '../../src/model/version';
 import { blobFiles, blobFormatOf, copyPartition, FORMAT1_FIXTURE, indexFiles, recordsIn } from '../helpers/blob-files';
 import { keyOf, ver } from '../helpers/records';

@@ -2,7 +2,7 @@
 // blobs from their index files without reading them.
 import fs from 'node:fs';
 import t, { Test } from 'tap';
-import { Engine, engineInfo } from '../../src/engine/engine';
+import { Engine, engineInfo } from '../../src/store/engine';
 import { blobFiles, indexFiles } from '../helpers/blob-files';
 import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';

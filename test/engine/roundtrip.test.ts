@@ -2,7 +2,7 @@
 // version (timestamp, then tick, then node; a tombstone wins a tie of
 // versions, a full tie goes to the later write) within and across blobs.
 import t from 'tap';
-import { Engine, EngineErrorCode, EngineSet, isEngineError } from '../../src/engine/engine';
+import { Engine, EngineErrorCode, EngineSet, isEngineError } from '../../src/store/engine';
 import { MAX_NODE_ID, MAX_TICK, StoredRecord } from '../../src/model/version';
 import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';

@@ -2,7 +2,7 @@
 // on purpose: record offsets follow docs/FORMAT.md.
 import fs from 'node:fs';
 import path from 'node:path';
-import { engineInfo } from '../../src/engine/engine';
+import { engineInfo } from '../../src/store/engine';
 import { Version } from '../../src/model/version';
 
 export interface RecordLocation {

@@ -5,7 +5,7 @@
 // once it is acknowledged (a tombstone prints version 0).
 // The parent kills it with SIGKILL at a moment of its choosing.
 // Usage: node engine-writer.js <dir> <syncWrites 0|1> <concurrency> <maxDataInBlob>
-import { Engine } from '../../src/engine/engine';
+import { Engine } from '../../src/store/engine';
 import { keyOf, sizeOf, valueOf, ver } from './records';
 
 async function main(): Promise<void> {

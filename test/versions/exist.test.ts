@@ -9,8 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Engine } from '../../src/engine/engine';
-import { partitionStart } from '../../src/backend/partition';
+import { Engine } from '../../src/store/engine';
+import { partitionStart } from '../../src/store/partition';
 import { BobClient, failure, GetSource, keyBytes, Status } from '../helpers/grpc-client';
 import { TestCluster, ring } from '../cluster/lib';
 

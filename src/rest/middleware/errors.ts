@@ -1,7 +1,7 @@
 // Turns every failure into a StatusExt JSON body with a fitting status, and
 // every 4xx/5xx produced downstream (unknown route, wrong method) as well.
 import type { Context, Next } from 'koa';
-import { ErrorKind, OysterError } from '../../backend/errors';
+import { ErrorKind, OysterError } from '../../model/errors';
 import { Logger } from '../../logging/logger';
 import { HttpError, reply } from '../status-ext';
 

@@ -6,7 +6,7 @@ import { reply } from '../status-ext';
 
 export function alienRoutes(d: RestDeps): Router {
   const router = new Router();
-  const alien = d.backend.alien;
+  const alien = d.store.alien;
 
   router.get('/alien', (ctx) => {
     ctx.type = 'text/plain';
@@ -21,7 +21,7 @@ export function alienRoutes(d: RestDeps): Router {
   // write reopens what it needs.
   router.post('/alien/detach', async (ctx) => {
     if (alien.isReady) {
-      for (const { group } of alien.alienGroups()) await alien.use(() => group.detachAll());
+      for (const { vdisk } of alien.alienVdisks()) await alien.use(() => vdisk.admin((ps) => ps.detachAll()));
     }
     reply(ctx, 200, true, '');
   });

@@ -1,7 +1,7 @@
 // GET, HEAD, POST, DELETE /data/{key}: the data API, coordinated by this node.
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { errors } from '../../backend/errors';
+import { errors } from '../../model/errors';
 import { KeyError, keyToHex, parseRestKey } from '../../keys/key';
 import { RestDeps } from '../deps';
 import { sniffContentType } from '../content-type';

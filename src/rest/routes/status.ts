@@ -53,9 +53,9 @@ export function statusRoutes(d: RestDeps): Router {
       used += (fsStat.blocks - fsStat.bfree) * fsStat.bsize;
     }
     const byDisk: Record<string, number> = {};
-    for (const c of [...d.backend.disks, d.backend.alien]) {
+    for (const c of [...d.store.disks, d.store.alien]) {
       let bytes = 0;
-      for (const g of c.allGroups()) for (const h of g.partitions()) bytes += (await h.engine.stats()).diskBytes;
+      for (const v of c.allVdisks()) for (const p of v.partitions.all) bytes += (await p.engine.stats()).diskBytes;
       byDisk[c.name] = (byDisk[c.name] ?? 0) + bytes;
     }
     ctx.body = {

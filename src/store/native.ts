@@ -97,7 +97,7 @@ export interface NativeAddon {
   format: { blobHeaderSize: number; recordFixedSize: number; indexHeaderSize: number; indexBlockSize: number };
 }
 
-// dist/src/engine/native.js -> <package root>/build/Release/oyster.node
+// dist/src/store/native.js -> <package root>/build/Release/oyster.node
 const addonPath = path.resolve(__dirname, '..', '..', '..', 'build', 'Release', 'oyster.node');
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports

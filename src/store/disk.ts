@@ -1,5 +1,5 @@
-// DiskController: the groups stored on one physical disk (or in the alien
-// directory) and the disk's state machine NotReady -> Initialized -> Ready.
+// Disk: the vdisks stored on one physical disk (or in the alien directory)
+// and the disk's state machine NotReady -> Initialized -> Ready.
 // Only a Ready disk serves. A disk whose path disappears or
 // that returns device errors goes NotReady and, unlike bob, is retried with
 // back-off until it comes back — unless an operator stopped it.
@@ -7,26 +7,26 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Logger } from '../logging/logger';
 import { Version } from '../model/version';
-import { isDiskFailure, isNoSpace } from './disk-errors';
-import { errors, OysterError } from './errors';
-import { Group } from './group';
+import { EngineErrorCode, isEngineError } from './engine';
+import { errors, OysterError } from '../model/errors';
+import { Vdisk } from './vdisk';
 
 export type DiskState = 'NotReady' | 'Initialized' | 'Ready';
 
-export interface DiskControllerOptions {
+export interface DiskOptions {
   name: string;
   /** The disk's mount point: if it disappears, the disk is gone. */
   diskPath: string;
-  /** Directory holding this controller's vdisk (or alien owner) directories. */
+  /** Directory holding this disk's vdisk (or alien owner) directories. */
   root: string;
   alien: boolean;
-  /** Normal controllers: the vdisks with a replica on this disk. */
+  /** Normal disks: the vdisks with a replica on this disk. */
   vdisks: number[];
-  /** Alien controllers: whether "<owner>/<vdisk>" is a directory to serve. */
+  /** The alien directory: whether "<owner>/<vdisk>" is a directory to serve. */
   acceptsAlien?: (owner: string, vdisk: number) => boolean;
   /** Create `root` when missing (--init-folders); otherwise a missing root keeps the disk NotReady. */
   createRoot: boolean;
-  makeGroup: (dir: string, vdisk: number) => Group;
+  makeVdisk: (dir: string, vdisk: number) => Vdisk;
   monitorIntervalMs: number;
   retryInitialMs: number;
   retryMaxMs: number;
@@ -34,13 +34,13 @@ export interface DiskControllerOptions {
   onStateChange?: (state: DiskState) => void;
 }
 
-export class DiskController {
+export class Disk {
   private _state: DiskState = 'NotReady';
-  private groups = new Map<string, Group>();
-  // Group.newestPossible of the groups that were serving when the disk went
+  private vdisks = new Map<string, Vdisk>();
+  // Vdisk.newestPossible of the vdisks that were serving when the disk went
   // out of service: reads may rely on it while the disk is down.
   private bounds = new Map<string, Version>();
-  private creating = new Map<string, Promise<Group>>();
+  private creating = new Map<string, Promise<Vdisk>>();
   private serial: Promise<unknown> = Promise.resolve();
   private operatorStopped = false;
   private closed = false;
@@ -49,7 +49,7 @@ export class DiskController {
   private monitorTimer: NodeJS.Timeout | null = null;
   private _lastError: string | null = null;
 
-  constructor(readonly options: DiskControllerOptions) {}
+  constructor(readonly options: DiskOptions) {}
 
   get name(): string {
     return this.options.name;
@@ -67,7 +67,7 @@ export class DiskController {
     return this._lastError;
   }
 
-  /** Brings the disk to Ready: checks the disk, opens every group. Rejects if the disk cannot be used. */
+  /** Brings the disk to Ready: checks the disk, opens every vdisk. Rejects if the disk cannot be used. */
   start(byOperator = false): Promise<void> {
     return this.exclusive(async () => {
       if (byOperator) this.operatorStopped = false;
@@ -76,15 +76,15 @@ export class DiskController {
       try {
         await this.checkDisk();
         this.setState('Initialized');
-        for (const [key, g] of await this.discoverGroups()) this.groups.set(key, g);
-        for (const g of this.groups.values()) await g.run();
+        for (const [key, g] of await this.discoverVdisks()) this.vdisks.set(key, g);
+        for (const g of this.vdisks.values()) await g.run();
         this.retryAttempt = 0;
         this._lastError = null;
         this.setState('Ready');
         this.startMonitor();
       } catch (err) {
         this._lastError = (err as Error).message;
-        await this.stopGroups();
+        await this.stopVdisks();
         this.setState('NotReady');
         if (!this.operatorStopped) this.scheduleRetry();
         throw err;
@@ -92,7 +92,7 @@ export class DiskController {
     });
   }
 
-  /** Closes every group and goes NotReady; an operator stop is not retried automatically. */
+  /** Closes every vdisk and goes NotReady; an operator stop is not retried automatically. */
   stop(byOperator = false): Promise<void> {
     return this.exclusive(async () => {
       if (byOperator) this.operatorStopped = true;
@@ -101,7 +101,7 @@ export class DiskController {
     });
   }
 
-  /** For shutdown: stops timers and closes every group; the controller is not used afterwards. */
+  /** For shutdown: stops timers and closes every vdisk; the disk is not used afterwards. */
   async close(): Promise<void> {
     this.closed = true;
     this.cancelRetry();
@@ -139,58 +139,58 @@ export class DiskController {
     });
   }
 
-  group(vdisk: number): Group | undefined {
-    return this.groups.get(`${vdisk}`);
+  vdisk(id: number): Vdisk | undefined {
+    return this.vdisks.get(`${id}`);
   }
 
   /**
-   * An upper bound of the versions the vdisk's group on this disk holds
-   * (Group.newestPossible), also while the disk is out of service; null when
+   * An upper bound of the versions the vdisk on this disk holds
+   * (Vdisk.newestPossible), also while the disk is out of service; null when
    * it is not known (the disk has not served since the node started).
    */
   newestPossible(vdisk: number): Version | null {
-    const g = this.groups.get(`${vdisk}`);
+    const g = this.vdisks.get(`${vdisk}`);
     if (g?.isOpen) return g.newestPossible;
     return this.bounds.get(`${vdisk}`) ?? null;
   }
 
-  /** The alien group of (owner, vdisk), created on first use when `create`. */
-  async alienGroup(owner: string, vdisk: number, create: boolean): Promise<Group | undefined> {
+  /** The alien vdisk of (owner, vdisk), created on first use when `create`. */
+  async alienVdisk(owner: string, vdisk: number, create: boolean): Promise<Vdisk | undefined> {
     const key = `${owner}/${vdisk}`;
-    const g = this.groups.get(key);
+    const g = this.vdisks.get(key);
     if (g || !create) return g;
     let pending = this.creating.get(key);
     if (!pending) {
       pending = (async () => {
-        const group = this.options.makeGroup(path.join(this.options.root, owner, String(vdisk)), vdisk);
-        await group.run();
-        this.groups.set(key, group);
-        return group;
+        const v = this.options.makeVdisk(path.join(this.options.root, owner, String(vdisk)), vdisk);
+        await v.run();
+        this.vdisks.set(key, v);
+        return v;
       })().finally(() => this.creating.delete(key));
       this.creating.set(key, pending);
     }
     return pending;
   }
 
-  /** Alien groups with their owner names. */
-  alienGroups(): Array<{ owner: string; group: Group }> {
-    return [...this.groups.entries()].map(([k, group]) => ({ owner: k.slice(0, k.lastIndexOf('/')), group }));
+  /** Alien vdisks with their owner names. */
+  alienVdisks(): Array<{ owner: string; vdisk: Vdisk }> {
+    return [...this.vdisks.entries()].map(([k, vdisk]) => ({ owner: k.slice(0, k.lastIndexOf('/')), vdisk }));
   }
 
-  /** Whether an open group holding partitions serves the vdisk (for the alien controller: any owner's). */
+  /** Whether an open Vdisk holding partitions serves the vdisk (for the alien directory: any owner's). */
   servesVdisk(vdisk: number): boolean {
-    for (const g of this.groups.values()) if (g.vdisk === vdisk && g.hasPartitions) return true;
+    for (const g of this.vdisks.values()) if (g.id === vdisk && g.hasPartitions) return true;
     return false;
   }
 
-  /** The alien group of (owner, vdisk) if it is open and holds partitions. */
-  heldFor(owner: string, vdisk: number): Group | undefined {
-    const g = this.groups.get(`${owner}/${vdisk}`);
+  /** The alien vdisk of (owner, vdisk) if it is open and holds partitions. */
+  heldFor(owner: string, vdisk: number): Vdisk | undefined {
+    const g = this.vdisks.get(`${owner}/${vdisk}`);
     return g?.hasPartitions ? g : undefined;
   }
 
-  allGroups(): Group[] {
-    return [...this.groups.values()];
+  allVdisks(): Vdisk[] {
+    return [...this.vdisks.values()];
   }
 
   // --------------------------------------------------------------- helpers
@@ -210,17 +210,17 @@ export class DiskController {
 
   private async goNotReady(reason: string): Promise<void> {
     this.stopMonitor();
-    if (this._state === 'NotReady' && this.groups.size === 0) return;
+    if (this._state === 'NotReady' && this.vdisks.size === 0) return;
     this.setState('NotReady');
-    const errs = await this.stopGroups();
+    const errs = await this.stopVdisks();
     for (const e of errs) this.options.log.warn({ disk: this.name, err: e.message }, 'partition not closed cleanly');
     this.options.log.info({ disk: this.name, reason }, `disk ${this.name} out of service`);
   }
 
-  private async stopGroups(): Promise<Error[]> {
-    const entries = [...this.groups.entries()];
-    this.groups.clear();
-    // A group that never finished opening knows only part of its records.
+  private async stopVdisks(): Promise<Error[]> {
+    const entries = [...this.vdisks.entries()];
+    this.vdisks.clear();
+    // A vdisk that never finished opening knows only part of its records.
     const serving = entries.filter(([, g]) => g.isOpen);
     const errs = await Promise.all(entries.map(([, g]) => g.stop()));
     // After stop: the writes in flight are done and counted.
@@ -239,12 +239,12 @@ export class DiskController {
     await fs.promises.mkdir(this.options.root, { recursive: true });
   }
 
-  /** Groups keyed "<vdisk>" (normal) or "<owner>/<vdisk>" (alien). */
-  private async discoverGroups(): Promise<Array<[string, Group]>> {
+  /** Vdisks keyed "<vdisk>" (normal) or "<owner>/<vdisk>" (alien). */
+  private async discoverVdisks(): Promise<Array<[string, Vdisk]>> {
     if (!this.options.alien) {
-      return this.options.vdisks.map((v) => [`${v}`, this.options.makeGroup(path.join(this.options.root, String(v)), v)]);
+      return this.options.vdisks.map((v) => [`${v}`, this.options.makeVdisk(path.join(this.options.root, String(v)), v)]);
     }
-    const groups: Array<[string, Group]> = [];
+    const found: Array<[string, Vdisk]> = [];
     for (const owner of await fs.promises.readdir(this.options.root, { withFileTypes: true })) {
       if (!owner.isDirectory()) continue;
       const ownerDir = path.join(this.options.root, owner.name);
@@ -254,10 +254,10 @@ export class DiskController {
           this.options.log.warn({ disk: this.name, dir: path.join(ownerDir, v.name) }, 'ignoring alien directory: no such owner node or vdisk');
           continue;
         }
-        groups.push([`${owner.name}/${vdisk}`, this.options.makeGroup(path.join(ownerDir, v.name), vdisk)]);
+        found.push([`${owner.name}/${vdisk}`, this.options.makeVdisk(path.join(ownerDir, v.name), vdisk)]);
       }
     }
-    return groups;
+    return found;
   }
 
   private scheduleRetry(): void {
@@ -295,4 +295,23 @@ export class DiskController {
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     this.monitorTimer = null;
   }
+}
+
+// Which failures mean "this disk is gone or broken" (the disk goes NotReady
+// and is retried later) rather than a problem of one request.
+const DEVICE_ERRNO = new Set(['EIO', 'ENOENT', 'ENOTDIR', 'EROFS', 'ENODEV', 'ENXIO', 'ESTALE', 'EACCES', 'EPERM', 'EBADF']);
+
+export function isDiskFailure(err: unknown): boolean {
+  if (isEngineError(err, EngineErrorCode.io)) return err.syscallCode !== undefined && DEVICE_ERRNO.has(err.syscallCode);
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' && DEVICE_ERRNO.has(code);
+}
+
+const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
+
+/** Whether the disk (or the user's quota on it) is full: the request fails, the disk stays in service. */
+export function isNoSpace(err: unknown): boolean {
+  if (isEngineError(err, EngineErrorCode.io)) return err.syscallCode !== undefined && NO_SPACE_ERRNO.has(err.syscallCode);
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' && NO_SPACE_ERRNO.has(code);
 }

@@ -1,0 +1,343 @@
+// NodeStore: this node's storage — one Disk per local disk and one for the
+// alien directory — behind the storage contract of src/model/node-api.ts.
+// It routes each key to the local replicas of its vdisk and to the alien
+// copies, and answers with the newest record among them. A write to a local
+// replica whose disk fails goes to the alien directory for this node
+// instead, as in bob.
+import { vdiskOf } from '../keys/distribution';
+import { Logger } from '../logging/logger';
+import { VersionClock } from '../model/clock';
+import { errors, isOysterError, OysterError } from '../model/errors';
+import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
+import { Topology } from '../model/topology';
+import { compareRecords, compareVersions, KeyState, newerOf, StoredRecord, Version } from '../model/version';
+import { Disk } from './disk';
+import { Vdisk } from './vdisk';
+
+export interface NodeStoreParts {
+  topology: Topology;
+  /** The local disks, in cluster.yaml order. */
+  disks: Disk[];
+  alien: Disk;
+  /** How many disks start at once (init_par_degree). */
+  startParallelism: number;
+  /** Sees every version written here, so that this node's next stamp is later. */
+  clock: VersionClock;
+  log: Logger;
+}
+
+export class NodeStore implements NodeApi {
+  readonly topology: Topology;
+  readonly disks: Disk[];
+  readonly alien: Disk;
+  private readonly byName = new Map<string, Disk>();
+  private readonly clock: VersionClock;
+  private readonly log: Logger;
+  private readonly startParallelism: number;
+  private readonly lastWarning = new Map<string, number>();
+  private readonly replicas = new Map<number, LocalReplica[]>();
+
+  constructor(parts: NodeStoreParts) {
+    this.topology = parts.topology;
+    this.disks = parts.disks;
+    this.alien = parts.alien;
+    this.clock = parts.clock;
+    this.log = parts.log;
+    this.startParallelism = Math.max(1, parts.startParallelism);
+    for (const d of this.disks) this.byName.set(d.name, d);
+  }
+
+  get name(): string {
+    return this.topology.self.name;
+  }
+
+  /** Starts every disk; a disk that cannot start stays NotReady (and is retried) without stopping the node. */
+  async start(): Promise<void> {
+    const all = [...this.disks, this.alien];
+    let next = 0;
+    const worker = async () => {
+      while (next < all.length) {
+        const d = all[next++];
+        await d.start().catch((err: Error) => this.log.error({ disk: d.name, err: err.message }, `disk ${d.name} did not start`));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.startParallelism, all.length) }, worker));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.disks, this.alien].map((d) => d.close()));
+  }
+
+  disk(name: string): Disk | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The disks named `name`: the local disk and, if the alien directory lives on it, the alien one. */
+  disksNamed(name: string): Disk[] {
+    return [...this.disks, this.alien].filter((d) => d.name === name);
+  }
+
+  /** The local replicas of a vdisk (the topology is fixed: built once per vdisk). */
+  localReplicas(vdisk: number): readonly LocalReplica[] {
+    let local = this.replicas.get(vdisk);
+    if (local === undefined) {
+      local = this.topology.localReplicas(vdisk).map((r) => new LocalReplica(this.byName.get(r.disk)!, vdisk));
+      this.replicas.set(vdisk, local);
+    }
+    return local;
+  }
+
+  /**
+   * This node's replica of the vdisk as other nodes see it (anti-entropy
+   * compares it): the first local replica whose disk serves.
+   */
+  servingReplica(vdisk: number): LocalReplica {
+    const local = this.localReplicas(vdisk);
+    if (local.length === 0) throw errors.noReplica(this.name, vdisk);
+    const ready = local.find((l) => l.disk.isReady && l.disk.vdisk(vdisk));
+    if (!ready) throw errors.diskNotReady(local.map((l) => l.disk.name).join(', '));
+    return ready;
+  }
+
+  /** Whether alien copies of the vdisk's records may be here (an alien partition of it is open). */
+  holdsAliens(vdisk: number): boolean {
+    return this.alien.isReady && this.alien.servesVdisk(vdisk);
+  }
+
+  // ------------------------------------------------------------ the contract
+
+  put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
+    this.clock.observe(version);
+    if (remoteNodes.length === 0) return this.putReplicas(this.vdiskOf(key), key, version, value);
+    return this.putAliens(key, version, value, remoteNodes);
+  }
+
+  get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
+    const places = this.places(this.vdiskOf(key), source);
+    if (places.length === 1) return places[0].run((g) => g.get(key));
+    return Promise.allSettled(places.map((p) => p.run((g) => g.get(key)))).then((settled) =>
+      newestAnswer(settled, places, (r: StoredRecord | null) => r),
+    );
+  }
+
+  async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
+    // One key (a coordinator asking for a version): no grouping by vdisk.
+    if (keys.length === 1) return this.existIn(this.vdiskOf(keys[0]), keys, source);
+    const out: Array<KeyState | null> = keys.map(() => null);
+    const byVdisk = new Map<number, number[]>();
+    keys.forEach((k, i) => {
+      const v = this.vdiskOf(k);
+      const list = byVdisk.get(v);
+      if (list) list.push(i);
+      else byVdisk.set(v, [i]);
+    });
+    for (const [vdisk, idx] of byVdisk) {
+      const states = await this.existIn(vdisk, idx.map((i) => keys[i]), source);
+      states.forEach((s, j) => (out[idx[j]] = s));
+    }
+    return out;
+  }
+
+  async delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
+    this.clock.observe(version);
+    const vdisk = this.vdiskOf(key);
+    if (!options.isAlien) return this.deleteReplicas(vdisk, key, version);
+    const failures: Error[] = [];
+    for (const owner of this.topology.targetNodes(vdisk)) {
+      try {
+        await this.deleteAlien(owner, vdisk, key, version, options.forceAlienNodes.includes(owner));
+      } catch (err) {
+        failures.push(err as Error);
+      }
+    }
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw errors.failed(`Multiple errors detected: ${failures.map((e) => e.message).join('; ')}`);
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  /** put() into the local replicas of `vdisk`; a replica that fails is written to alien/<self> instead. */
+  private async putReplicas(vdisk: number, key: Buffer, version: Version, value: Buffer): Promise<void> {
+    const local = this.localReplicas(vdisk);
+    if (local.length === 0) throw errors.noReplica(this.name, vdisk);
+    // One replica (the usual case): awaited directly, without allSettled's machinery.
+    const results =
+      local.length === 1
+        ? [await local[0].run((v) => v.put(key, version, value)).then(fulfilled, rejected)]
+        : await Promise.allSettled(local.map((l) => l.run((v) => v.put(key, version, value))));
+    let fallback: Promise<void> | null = null;
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      this.warnRateLimited(local[i].disk.name, { vdisk, err: (r.reason as Error).message }, 'local replica write failed; writing an alien copy');
+      fallback ??= this.putAlien(this.name, vdisk, key, version, value).catch((alienErr: Error) => {
+        // Full disks everywhere: say so (507, RESOURCE_EXHAUSTED), not "unavailable".
+        const full = isOysterError(r.reason, 'NoSpace') && isOysterError(alienErr, 'NoSpace');
+        throw new OysterError(
+          full ? 'NoSpace' : 'RequestFailedCompletely',
+          `Request failed on both stages local and alien: local error: ${(r.reason as Error).message}\nalien error: ${alienErr.message}`,
+        );
+      });
+    }
+    if (fallback) await fallback;
+  }
+
+  private async putAliens(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
+    const vdisk = this.vdiskOf(key);
+    // An unknown owner would leave copies nobody could ever deliver.
+    for (const owner of remoteNodes) {
+      if (!this.topology.node(owner)) throw new OysterError('InvalidArgument', `remote node ${JSON.stringify(owner)} is not in the cluster`);
+    }
+    // Each owner once: a name repeated in the request needs no second copy.
+    for (const owner of new Set(remoteNodes)) await this.putAlien(owner, vdisk, key, version, value);
+  }
+
+  /** Stores a record held for another node in alien/<owner>/<vdisk>. */
+  private async putAlien(owner: string, vdisk: number, key: Buffer, version: Version, value: Buffer): Promise<void> {
+    await this.alien.use(async () => (await this.alien.alienVdisk(owner, vdisk, true))!.put(key, version, value));
+  }
+
+  /** Tombstones on every local replica; a replica that fails gets an alien tombstone for this node. */
+  private async deleteReplicas(vdisk: number, key: Buffer, version: Version): Promise<void> {
+    const local = this.localReplicas(vdisk);
+    if (local.length === 0) throw errors.noReplica(this.name, vdisk);
+    const results = await Promise.allSettled(local.map((l) => l.run((v) => v.delete(key, version))));
+    if (results.some((r) => r.status === 'rejected')) await this.deleteAlien(this.name, vdisk, key, version, true);
+    // Alien copies held for this node must not outlive the delete either.
+    else await this.deleteAlien(this.name, vdisk, key, version, false).catch(() => undefined);
+  }
+
+  /**
+   * Tombstone in alien/<owner>/<vdisk>: always when `force` (the owner missed
+   * the delete), otherwise only where an older alien copy of the key exists.
+   */
+  private async deleteAlien(owner: string, vdisk: number, key: Buffer, version: Version, force: boolean): Promise<void> {
+    await this.alien.use(async () => {
+      const v = await this.alien.alienVdisk(owner, vdisk, force);
+      if (!v) return;
+      if (!force) {
+        const [r] = await v.exists([key]);
+        if (r?.kind !== 'found' || compareRecords(r, { kind: 'deleted', version }) > 0) return;
+      }
+      await v.delete(key, version);
+    });
+  }
+
+  // ------------------------------------------------------------------- reads
+
+  /** The newest state of each key of one vdisk, as get() finds it (the same places, the same refusals). */
+  private async existIn(vdisk: number, keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
+    // A node without a replica of the vdisk has nothing to report for NORMAL (bob's Exist does not fail there).
+    if (source === 'normal' && this.localReplicas(vdisk).length === 0) return keys.map(() => null);
+    const places = this.places(vdisk, source);
+    if (places.length === 1) return places[0].run((g) => g.exists(keys));
+    const settled = await Promise.allSettled(places.map((p) => p.run((g) => g.exists(keys))));
+    return keys.map((_, i) => newestAnswer(settled, places, (states: Array<KeyState | null>) => states[i]));
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  // While a disk is down every write would log the same line: once per 5 s
+  // per disk is enough (as in bob).
+  private warnRateLimited(disk: string, fields: object, msg: string): void {
+    const now = Date.now();
+    if (now - (this.lastWarning.get(disk) ?? 0) < 5000) return;
+    this.lastWarning.set(disk, now);
+    this.log.warn({ disk, ...fields }, msg);
+  }
+
+  private vdiskOf(key: Buffer): number {
+    return vdiskOf(key, this.topology.vdiskCount);
+  }
+
+  /**
+   * The places a vdisk's records may be on this node, each able to run an
+   * operation on its Vdisk: for "normal" the local replicas and the alien
+   * copies held for this node (alien/<self>, written while a replica could
+   * not take a write); for "alien" the alien copies of every owner; both for "all".
+   */
+  private places(vdisk: number, source: GetSource): Place[] {
+    const out: Place[] = [];
+    if (source !== 'alien') {
+      const local = this.localReplicas(vdisk);
+      if (source === 'normal' && local.length === 0) throw errors.noReplica(this.name, vdisk);
+      for (const l of local) out.push({ replica: true, bound: () => l.disk.newestPossible(vdisk), run: (op) => l.run(op) });
+    }
+    // Asked for alien copies alone, an alien directory out of service cannot say what it holds.
+    if (source === 'alien' && !this.alien.isReady) out.push({ replica: false, bound: () => null, run: () => Promise.reject(errors.diskNotReady(this.alien.name)) });
+    for (const { owner, vdisk: v } of this.alien.isReady ? this.alien.alienVdisks() : []) {
+      if (v.id !== vdisk || (source === 'normal' && owner !== this.name)) continue;
+      out.push({ replica: false, bound: () => null, run: (op) => this.alien.use(() => op(v)) });
+    }
+    return out;
+  }
+}
+
+/** A place holding records of a vdisk: a local replica, or an alien directory. */
+interface Place {
+  replica: boolean;
+  /** An upper bound of the versions the place holds, when known (Vdisk.newestPossible). */
+  bound(): Version | null;
+  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T>;
+}
+
+/**
+ * The newest record among the places' answers (`pick` selects one key's
+ * answer), or the failure of a place that could hold a newer one.
+ *
+ * A place that failed is passed over only when it cannot hold anything newer
+ * than the answer: its bound is older than the answer (the disk went out of
+ * service before that write), or it is a local replica while another local
+ * replica and every alien place answered — every write acknowledged here is
+ * on each local replica that was in service when it came, or in alien/<self>.
+ * A record that failed its checksum is passed over only when the answer is
+ * newer than it.
+ */
+function newestAnswer<T, R extends KeyState>(settled: Array<PromiseSettledResult<T>>, places: Place[], pick: (answer: T) => R | null): R | null {
+  let best: R | null = null;
+  let replicaAnswered = false;
+  let alienFailed = false;
+  for (const [i, s] of settled.entries()) {
+    if (s.status === 'fulfilled') {
+      best = newerOf(best, pick(s.value));
+      if (places[i].replica) replicaAnswered = true;
+    } else if (!places[i].replica) {
+      alienFailed = true;
+    }
+  }
+  for (const [i, s] of settled.entries()) {
+    if (s.status === 'fulfilled') continue;
+    const damaged = isOysterError(s.reason, 'Corruption') ? s.reason.version : undefined;
+    if (damaged) {
+      if (best !== null && compareRecords(best, { kind: 'deleted', version: damaged }) > 0) continue;
+      throw s.reason;
+    }
+    const bound = places[i].bound();
+    if (best !== null && bound !== null && compareVersions(best.version, bound) > 0) continue;
+    if (places[i].replica && replicaAnswered && !alienFailed) continue;
+    throw s.reason;
+  }
+  return best;
+}
+
+/** One local replica of a vdisk: its disk and, while the disk serves, its Vdisk. */
+export class LocalReplica {
+  constructor(
+    readonly disk: Disk,
+    readonly id: number,
+  ) {}
+
+  /** The replica's Vdisk; throws DCIsNotAvailable while its disk is out of service. */
+  vdisk(): Vdisk {
+    const v = this.disk.vdisk(this.id);
+    if (!v) throw errors.diskNotReady(this.disk.name);
+    return v;
+  }
+
+  /** Runs an operation on the replica's Vdisk under its disk's watch (Disk.use). */
+  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
+    return this.disk.use(() => op(this.vdisk()));
+  }
+}
+
+const fulfilled = <T>(value: T): PromiseSettledResult<T> => ({ status: 'fulfilled', value });
+const rejected = (reason: unknown): PromiseSettledResult<never> => ({ status: 'rejected', reason });

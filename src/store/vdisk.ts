@@ -1,0 +1,280 @@
+// Vdisk: the partitions of one vdisk in one directory (bob's group) — a
+// vdisk replica on a local disk, or the alien copies held for one owner
+// node. Reads find the newest record across all partitions (the engine's
+// EngineSet applies the order of versions); writes go to the partition of
+// their bob timestamp. The only place that tries a read without waiting.
+import fs from 'node:fs';
+import { silentLogger } from '../logging/logger';
+import { VersionClock } from '../model/clock';
+import { errors, isOysterError } from '../model/errors';
+import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
+import { isEngineError, EngineErrorCode, SnapshotEntry } from './engine';
+import { PartitionList, PartitionListOptions } from './partition-list';
+
+/** What a vdisk reports about its engines (metrics hang on it). */
+type DataOperation = 'put' | 'get' | 'exist' | 'delete';
+
+export interface StorageObserver {
+  engine(operation: DataOperation, outcome: 'ok' | 'not_found' | 'error', bytes: number): void;
+  corrupt(records: number): void;
+}
+
+export interface VdiskOptions extends PartitionListOptions {
+  observer?: StorageObserver;
+  /** Sees the newest version of every partition opened: after a restart this node stamps later than anything stored. */
+  clock?: VersionClock;
+}
+
+type State = 'stopped' | 'running' | 'remounting';
+
+export class Vdisk {
+  readonly partitions: PartitionList;
+  private state: State = 'stopped';
+  private _newestPossible: Version = { timestamp: 0, tick: 0, node: 0 };
+  private inflight = 0;
+  private drained: (() => void) | null = null;
+
+  constructor(readonly options: VdiskOptions) {
+    this.partitions = new PartitionList({ ...options, corrupt: (n) => options.observer?.corrupt(n) }, (newest) => {
+      this.raise(newest);
+      options.clock?.observe({ ...newest, node: 0 });
+    });
+  }
+
+  get id(): number {
+    return this.options.id;
+  }
+
+  get dir(): string {
+    return this.options.dir;
+  }
+
+  /** Opened every partition it found (running or remounting): newestPossible covers all its records. */
+  get isOpen(): boolean {
+    return this.state !== 'stopped';
+  }
+
+  /**
+   * An upper bound of the versions of the records in this vdisk: what its
+   * partitions held when they opened and every write acknowledged since.
+   * While the vdisk cannot be read, a record newer than this found elsewhere
+   * (an alien copy written meanwhile) is known to be the newest.
+   */
+  get newestPossible(): Version {
+    return this._newestPossible;
+  }
+
+  /** Whether any partition is attached (a vdisk whose partitions were all handed over holds none). */
+  get hasPartitions(): boolean {
+    return this.partitions.all.length > 0;
+  }
+
+  /** Opens every partition directory found in the vdisk directory (creating the directory). */
+  async run(): Promise<void> {
+    await fs.promises.mkdir(this.options.dir, { recursive: true });
+    await this.partitions.openAll();
+    this.state = 'running';
+  }
+
+  /**
+   * Closes every partition; pending operations finish first. Returns the
+   * errors of partitions that could not be closed cleanly (their files may be
+   * gone with a failed disk; the next open recovers them).
+   */
+  async stop(): Promise<Error[]> {
+    if (this.state === 'stopped') return [];
+    this.state = 'stopped';
+    await this.drain();
+    return this.partitions.closeAll();
+  }
+
+  /** Closes and reopens every partition, picking up directories copied in. 503 meanwhile. */
+  async remount(): Promise<void> {
+    if (this.state !== 'running') throw errors.unavailable(`vdisk ${this.id} is not running`);
+    this.state = 'remounting';
+    try {
+      await this.drain();
+      await this.partitions.closeAll();
+      await this.partitions.openAll();
+    } finally {
+      this.state = 'running';
+    }
+  }
+
+  /**
+   * Runs an administrative operation on the partitions (attach, detach,
+   * drop, seal, listings) while the vdisk runs: refused with 503 while it
+   * remounts or is stopped, and a remount or stop waits for it.
+   */
+  async admin<T>(fn: (partitions: PartitionList) => Promise<T>): Promise<T> {
+    this.enter();
+    try {
+      return await fn(this.partitions);
+    } catch (err) {
+      throw this.failure(null, err);
+    } finally {
+      this.leave();
+    }
+  }
+
+  // ------------------------------------------------------------------ data
+
+  // The data operations run in one async frame each (enter/failure/leave
+  // rather than a closure passed to admin()): they are the hot path of every request.
+
+  async put(key: Buffer, version: Version, value: Buffer): Promise<void> {
+    this.enter();
+    try {
+      const p = this.partitions.writableFor(version.timestamp) ?? (await this.partitions.partitionFor(version.timestamp));
+      await p.write((e) => e.put(key, version, value));
+      this.raise(version);
+      this.options.observer?.engine('put', 'ok', value.length);
+    } catch (err) {
+      throw this.failure('put', err);
+    } finally {
+      this.leave();
+    }
+  }
+
+  /** The newest record of key across all partitions (tombstones included), or null when none holds one. */
+  async get(key: Buffer): Promise<StoredRecord | null> {
+    // Most reads are answered from the page cache at once; the others wait on
+    // the engine threads, which also report what made the read fail at once.
+    if (this.state === 'running') {
+      const now = tryNow(() => this.partitions.engines.readNewestNow(key));
+      if (now !== undefined) return this.counted('get', now);
+    }
+    this.enter();
+    try {
+      return this.counted('get', await this.partitions.engines.getNewest(key));
+    } catch (err) {
+      throw this.failure('get', err);
+    } finally {
+      this.leave();
+    }
+  }
+
+  /** The newest record of each key, without values. */
+  async exists(keys: Buffer[]): Promise<Array<KeyState | null>> {
+    this.enter();
+    try {
+      // One key (a coordinator asking for a version) is mostly answered from
+      // memory at once; the others, and that one when it would wait, on the engine threads.
+      const now = keys.length === 1 ? tryNow(() => this.partitions.engines.lookupNewestNow(keys[0])) : undefined;
+      const r = now !== undefined ? [now] : await this.partitions.engines.lookupNewest(keys);
+      this.options.observer?.engine('exist', 'ok', 0);
+      return r;
+    } catch (err) {
+      throw this.failure('exist', err);
+    } finally {
+      this.leave();
+    }
+  }
+
+  /**
+   * Writes a tombstone into the partition of its timestamp and into every
+   * older partition whose newest record of the key is an older value, so
+   * that the delete survives detaching or deleting the newer partition
+   * (bob's forced delete).
+   */
+  async delete(key: Buffer, version: Version): Promise<void> {
+    this.enter();
+    try {
+      const p = await this.partitions.partitionFor(version.timestamp);
+      await p.write((e) => e.delete(key, version));
+      // Sealed partitions are about to be removed: the tombstone in `p` covers them.
+      const older = this.partitions.all.filter((o) => o.start < p.start && !o.sealed);
+      if (older.length > 0) {
+        const tombstone: KeyState = { kind: 'deleted', version };
+        const found = await Promise.all(older.map((o) => o.engine.exists([key])));
+        await Promise.all(
+          older.map((o, i) => {
+            const r = found[i][0];
+            return r?.kind === 'found' && compareRecords(r, tombstone) < 0 ? o.write((e) => e.delete(key, version)) : undefined;
+          }),
+        );
+      }
+      this.raise(version);
+      this.options.observer?.engine('delete', 'ok', 0);
+    } catch (err) {
+      throw this.failure('delete', err);
+    } finally {
+      this.leave();
+    }
+  }
+
+  /**
+   * Digests of the newest record of every key, per bucket of 2^bits
+   * (docs/FORMAT.md, "Replica digests"): what anti-entropy compares between
+   * replicas. Reads the indexes only.
+   */
+  digest(bits: number): Promise<{ digests: Buffer; keys: number }> {
+    return this.admin((ps) => ps.engines.digest(bits));
+  }
+
+  /** The newest record (without value) of every key of the given buckets, sorted by key. */
+  entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]> {
+    return this.admin((ps) => ps.engines.entries(bits, buckets));
+  }
+
+  // --------------------------------------------------------------- helpers
+
+  private raise(v: Version): void {
+    if (compareVersions(v, this._newestPossible) > 0) this._newestPossible = v;
+  }
+
+  private counted(operation: DataOperation, r: StoredRecord | null): StoredRecord | null {
+    this.options.observer?.engine(operation, r === null ? 'not_found' : 'ok', r?.kind === 'found' ? r.value.length : 0);
+    return r;
+  }
+
+  /** Counts an operation in flight (stop and remount wait for it); refuses it unless the vdisk is running. */
+  private enter(): void {
+    if (this.state !== 'running') {
+      throw errors.unavailable(`vdisk ${this.id} at ${this.dir} is ${this.state === 'remounting' ? 'remounting' : 'not running'}`);
+    }
+    this.inflight++;
+  }
+
+  private leave(): void {
+    if (--this.inflight === 0 && this.drained) this.drained();
+  }
+
+  /**
+   * The error an operation fails with: engine closing and corruption become
+   * node errors; I/O errors go up unchanged (the disk classifies them). A
+   * data operation's failure is reported, a damaged record logged.
+   */
+  private failure(operation: DataOperation | null, err: unknown): unknown {
+    const corrupt = isEngineError(err, EngineErrorCode.corruption) || isOysterError(err, 'Corruption');
+    if (operation !== null) {
+      this.options.observer?.engine(operation, 'error', 0);
+      if (corrupt) {
+        this.options.observer?.corrupt(1);
+        (this.options.log ?? silentLogger).error({ vdisk: this.id, dir: this.dir, err: (err as Error).message }, 'damaged record: read refused');
+      }
+    }
+    if (isEngineError(err, EngineErrorCode.closed)) return errors.unavailable(`vdisk ${this.id} is closing`);
+    if (isEngineError(err, EngineErrorCode.corruption)) return errors.corruption(err.message, err.version);
+    return err;
+  }
+
+  private drain(): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.drained = () => {
+        this.drained = null;
+        resolve();
+      };
+    });
+  }
+}
+
+/** What a no-wait read answers; undefined (read on the engine threads) when it would wait or fails. */
+function tryNow<T>(read: () => T | undefined): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
