@@ -199,7 +199,12 @@ export class Grinder implements DataApi {
     let own: Promise<StoredRecord | null> | null = null;
     if (targets.length === 1 && targets[0] === self && !localAliens) {
       own = this.parts.local.get(key, 'normal');
-      const record = await own.catch(() => undefined);
+      let record: StoredRecord | null = null;
+      try {
+        record = await own;
+      } catch {
+        // asked again below, with the other places
+      }
       if (record) {
         this.clock.observe(record.version);
         return record.kind === 'found' ? record : null;

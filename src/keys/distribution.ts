@@ -3,9 +3,10 @@
 // that spreads the keys of one vdisk over the nodes that serve it.
 
 /**
- * The vdisk id of a key among `vdiskCount` vdisks. Computed byte by byte
- * (rem += byte·256^i mod N) so that no big integer is built per request;
- * every intermediate stays below 2^41 for N up to 2^32.
+ * The vdisk id of a key among `vdiskCount` vdisks. Computed piecewise
+ * (rem += piece·base^i mod N) so that no big integer is built per request:
+ * by 32-bit words while every product stays below 2^53 (N up to 2^21), by
+ * bytes beyond (every intermediate below 2^41 for N up to 2^32).
  */
 export function vdiskOf(key: Uint8Array, vdiskCount: number): number {
   if (!Number.isInteger(vdiskCount) || vdiskCount < 1 || vdiskCount > 2 ** 32) {
@@ -13,7 +14,16 @@ export function vdiskOf(key: Uint8Array, vdiskCount: number): number {
   }
   let rem = 0;
   let mult = 1 % vdiskCount;
-  for (let i = 0; i < key.length; i++) {
+  let i = 0;
+  if (vdiskCount <= 2 ** 21) {
+    const wordStep = 2 ** 32 % vdiskCount;
+    for (; i + 4 <= key.length; i += 4) {
+      const word = (key[i] | (key[i + 1] << 8) | (key[i + 2] << 16) | (key[i + 3] << 24)) >>> 0;
+      rem = (rem + mult * word) % vdiskCount;
+      mult = (mult * wordStep) % vdiskCount;
+    }
+  }
+  for (; i < key.length; i++) {
     rem = (rem + mult * key[i]) % vdiskCount;
     mult = (mult * 256) % vdiskCount;
   }

@@ -11,6 +11,8 @@ import { EngineErrorCode, isEngineError } from './engine';
 import { errors, OysterError } from '../model/errors';
 import { Vdisk } from './vdisk';
 
+const NONE: ReadonlyArray<never> = [];
+
 export type DiskState = 'NotReady' | 'Initialized' | 'Ready';
 
 export interface DiskOptions {
@@ -37,6 +39,10 @@ export interface DiskOptions {
 export class Disk {
   private _state: DiskState = 'NotReady';
   private vdisks = new Map<string, Vdisk>();
+  // The same, of a normal disk, by id: looked up on every request.
+  private replicas = new Map<number, Vdisk>();
+  // alienVdisksOf's index, rebuilt after a change.
+  private byId: Map<number, Array<{ owner: string; vdisk: Vdisk }>> | null = null;
   // Vdisk.newestPossible of the vdisks that were serving when the disk went
   // out of service: reads may rely on it while the disk is down.
   private bounds = new Map<string, Version>();
@@ -76,7 +82,7 @@ export class Disk {
       try {
         await this.checkDisk();
         this.setState('Initialized');
-        for (const [key, g] of await this.discoverVdisks()) this.vdisks.set(key, g);
+        for (const [key, g] of await this.discoverVdisks()) this.add(key, g);
         for (const g of this.vdisks.values()) await g.run();
         this.retryAttempt = 0;
         this._lastError = null;
@@ -112,20 +118,28 @@ export class Disk {
    * Runs an operation on this disk. Rejects with DCIsNotAvailable unless
    * Ready; a device-level failure takes the disk NotReady.
    */
-  async use<T>(fn: () => Promise<T>): Promise<T> {
-    if (this._state !== 'Ready') throw errors.diskNotReady(this.name);
+  use<T>(fn: () => Promise<T>): Promise<T> {
+    if (this._state !== 'Ready') return Promise.reject(errors.diskNotReady(this.name));
+    // Not an async function: on every request's path, one promise less.
+    let running: Promise<T>;
     try {
-      return await fn();
+      running = fn();
     } catch (err) {
-      if (isDiskFailure(err)) {
-        this.fail(err as Error);
-        throw new OysterError('PossibleDiskDisconnection', `Possibly disk was disconnected: ${this.name}: ${(err as Error).message}`);
-      }
-      if (err instanceof OysterError) throw err;
-      if (isNoSpace(err)) throw errors.noSpace(`${this.name}: ${(err as Error).message}`);
-      throw errors.storage(`${this.name}: ${(err as Error).message}`);
+      return this.failed(err);
     }
+    return running.then(undefined, this.failed);
   }
+
+  /** The rejection of an operation that failed with `err` (use()); a device-level failure takes the disk NotReady. */
+  private readonly failed = (err: unknown): Promise<never> => {
+    if (isDiskFailure(err)) {
+      this.fail(err as Error);
+      return Promise.reject(new OysterError('PossibleDiskDisconnection', `Possibly disk was disconnected: ${this.name}: ${(err as Error).message}`));
+    }
+    if (err instanceof OysterError) return Promise.reject(err);
+    if (isNoSpace(err)) return Promise.reject(errors.noSpace(`${this.name}: ${(err as Error).message}`));
+    return Promise.reject(errors.storage(`${this.name}: ${(err as Error).message}`));
+  };
 
   /** Marks the disk failed (I/O error, path gone): NotReady now, retried later. */
   fail(err: Error): void {
@@ -140,7 +154,7 @@ export class Disk {
   }
 
   vdisk(id: number): Vdisk | undefined {
-    return this.vdisks.get(`${id}`);
+    return this.replicas.get(id);
   }
 
   /**
@@ -149,7 +163,7 @@ export class Disk {
    * it is not known (the disk has not served since the node started).
    */
   newestPossible(vdisk: number): Version | null {
-    const g = this.vdisks.get(`${vdisk}`);
+    const g = this.replicas.get(vdisk);
     if (g?.isOpen) return g.newestPossible;
     return this.bounds.get(`${vdisk}`) ?? null;
   }
@@ -164,7 +178,7 @@ export class Disk {
       pending = (async () => {
         const v = this.options.makeVdisk(path.join(this.options.root, owner, String(vdisk)), vdisk);
         await v.run();
-        this.vdisks.set(key, v);
+        this.add(key, v);
         return v;
       })().finally(() => this.creating.delete(key));
       this.creating.set(key, pending);
@@ -177,9 +191,22 @@ export class Disk {
     return [...this.vdisks.entries()].map(([k, vdisk]) => ({ owner: k.slice(0, k.lastIndexOf('/')), vdisk }));
   }
 
-  /** Whether an open Vdisk holding partitions serves the vdisk (for the alien directory: any owner's). */
-  servesVdisk(vdisk: number): boolean {
-    for (const g of this.vdisks.values()) if (g.id === vdisk && g.hasPartitions) return true;
+  /** The alien vdisks of vdisk `id`, of every owner (looked up on every read: kept by id). */
+  alienVdisksOf(id: number): ReadonlyArray<{ owner: string; vdisk: Vdisk }> {
+    if (this.byId === null) {
+      this.byId = new Map();
+      for (const a of this.alienVdisks()) {
+        const list = this.byId.get(a.vdisk.id);
+        if (list) list.push(a);
+        else this.byId.set(a.vdisk.id, [a]);
+      }
+    }
+    return this.byId.get(id) ?? NONE;
+  }
+
+  /** Whether an alien vdisk of `id` (of any owner) holds partitions. */
+  servesVdisk(id: number): boolean {
+    for (const a of this.alienVdisksOf(id)) if (a.vdisk.hasPartitions) return true;
     return false;
   }
 
@@ -194,6 +221,12 @@ export class Disk {
   }
 
   // --------------------------------------------------------------- helpers
+
+  private add(key: string, v: Vdisk): void {
+    this.vdisks.set(key, v);
+    if (!this.alien) this.replicas.set(v.id, v);
+    this.byId = null;
+  }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.serial.then(fn, fn);
@@ -220,6 +253,8 @@ export class Disk {
   private async stopVdisks(): Promise<Error[]> {
     const entries = [...this.vdisks.entries()];
     this.vdisks.clear();
+    this.replicas.clear();
+    this.byId = null;
     // A vdisk that never finished opening knows only part of its records.
     const serving = entries.filter(([, g]) => g.isOpen);
     const errs = await Promise.all(entries.map(([, g]) => g.stop()));

@@ -260,13 +260,12 @@ export class NodeStore implements NodeApi {
     if (source !== 'alien') {
       const local = this.localReplicas(vdisk);
       if (source === 'normal' && local.length === 0) throw errors.noReplica(this.name, vdisk);
-      for (const l of local) out.push({ replica: true, bound: () => l.disk.newestPossible(vdisk), run: (op) => l.run(op) });
+      out.push(...local);
     }
     // Asked for alien copies alone, an alien directory out of service cannot say what it holds.
-    if (source === 'alien' && !this.alien.isReady) out.push({ replica: false, bound: () => null, run: () => Promise.reject(errors.diskNotReady(this.alien.name)) });
-    for (const { owner, vdisk: v } of this.alien.isReady ? this.alien.alienVdisks() : []) {
-      if (v.id !== vdisk || (source === 'normal' && owner !== this.name)) continue;
-      out.push({ replica: false, bound: () => null, run: (op) => this.alien.use(() => op(v)) });
+    if (source === 'alien' && !this.alien.isReady) out.push(new AlienPlace(this.alien, null));
+    for (const { owner, vdisk: v } of this.alien.isReady ? this.alien.alienVdisksOf(vdisk) : []) {
+      if (source !== 'normal' || owner === this.name) out.push(new AlienPlace(this.alien, v));
     }
     return out;
   }
@@ -274,10 +273,29 @@ export class NodeStore implements NodeApi {
 
 /** A place holding records of a vdisk: a local replica, or an alien directory. */
 interface Place {
-  replica: boolean;
+  readonly replica: boolean;
   /** An upper bound of the versions the place holds, when known (Vdisk.newestPossible). */
   bound(): Version | null;
   run<T>(op: (v: Vdisk) => Promise<T>): Promise<T>;
+}
+
+/** The alien copies of a vdisk held for one owner; with no Vdisk, an alien directory that cannot be read. */
+class AlienPlace implements Place {
+  readonly replica = false;
+
+  constructor(
+    private readonly alien: Disk,
+    private readonly vdisk: Vdisk | null,
+  ) {}
+
+  bound(): null {
+    return null;
+  }
+
+  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
+    const v = this.vdisk;
+    return v === null ? Promise.reject(errors.diskNotReady(this.alien.name)) : this.alien.use(() => op(v));
+  }
 }
 
 /**
@@ -320,7 +338,9 @@ function newestAnswer<T, R extends KeyState>(settled: Array<PromiseSettledResult
 }
 
 /** One local replica of a vdisk: its disk and, while the disk serves, its Vdisk. */
-export class LocalReplica {
+export class LocalReplica implements Place {
+  readonly replica = true;
+
   constructor(
     readonly disk: Disk,
     readonly id: number,
@@ -336,6 +356,10 @@ export class LocalReplica {
   /** Runs an operation on the replica's Vdisk under its disk's watch (Disk.use). */
   run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
     return this.disk.use(() => op(this.vdisk()));
+  }
+
+  bound(): Version | null {
+    return this.disk.newestPossible(this.id);
   }
 }
 
