@@ -22,7 +22,7 @@
 // answer, GET and Exist fail: absence is never reported for a key nobody
 // could be asked about.
 import { errors, isOysterError, OysterError } from '../model/errors';
-import { keySpread, vdiskOf } from '../keys/distribution';
+import { groupByVdisk, keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, KeyState, StoredRecord, StoredValue, Version } from '../model/version';
@@ -302,13 +302,7 @@ export class Grinder implements DataApi {
   // ----------------------------------------------------------------- EXIST
 
   async exist(keys: Buffer[]): Promise<boolean[]> {
-    const byVdisk = new Map<number, number[]>();
-    keys.forEach((k, i) => {
-      const v = this.vdiskOf(k);
-      const list = byVdisk.get(v);
-      if (list) list.push(i);
-      else byVdisk.set(v, [i]);
-    });
+    const byVdisk = groupByVdisk(keys, this.topology.vdiskCount);
     // Keys whose answer needs the alien copies on other nodes.
     const toAliens: number[] = [];
     const newest = new Array<ExistAnswer>(keys.length).fill(null);

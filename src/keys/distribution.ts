@@ -41,3 +41,15 @@ export function keySpread(key: Uint8Array): number {
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key[i], 0x01000193) >>> 0;
   return h;
 }
+
+/** The positions of `keys` grouped by their vdisk (first appearance order). */
+export function groupByVdisk(keys: readonly Uint8Array[], vdiskCount: number): Map<number, number[]> {
+  const byVdisk = new Map<number, number[]>();
+  keys.forEach((k, i) => {
+    const v = vdiskOf(k, vdiskCount);
+    const list = byVdisk.get(v);
+    if (list) list.push(i);
+    else byVdisk.set(v, [i]);
+  });
+  return byVdisk;
+}

@@ -4,7 +4,7 @@
 // copies, and answers with the newest record among them. A write to a local
 // replica whose disk fails goes to the alien directory for this node
 // instead, as in bob.
-import { vdiskOf } from '../keys/distribution';
+import { groupByVdisk, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { errors, isOysterError, OysterError } from '../model/errors';
@@ -124,14 +124,7 @@ export class NodeStore implements NodeApi {
     // One key (a coordinator asking for a version): no grouping by vdisk.
     if (keys.length === 1) return this.existIn(this.vdiskOf(keys[0]), keys, source);
     const out: Array<KeyState | null> = keys.map(() => null);
-    const byVdisk = new Map<number, number[]>();
-    keys.forEach((k, i) => {
-      const v = this.vdiskOf(k);
-      const list = byVdisk.get(v);
-      if (list) list.push(i);
-      else byVdisk.set(v, [i]);
-    });
-    for (const [vdisk, idx] of byVdisk) {
+    for (const [vdisk, idx] of groupByVdisk(keys, this.topology.vdiskCount)) {
       const states = await this.existIn(vdisk, idx.map((i) => keys[i]), source);
       states.forEach((s, j) => (out[idx[j]] = s));
     }
