@@ -122,10 +122,15 @@ function build(clusterSource: Source, nodeSource: Source): LoadedConfig {
   return { cluster, node, users, logLevel, warnings };
 }
 
+/** A certificate that expires within this many days is named in a warning at start. */
+export const CERT_WARNING_DAYS = 30;
+
 /**
  * The TLS files are read when the node starts; a file that is missing,
- * unreadable, not PEM of the right kind, or a key that does not belong to the
- * certificate is a configuration error now, before anything listens.
+ * unreadable, not PEM of the right kind, a key that does not belong to the
+ * certificate, or a certificate (the node's or the CA's) that is expired or
+ * not yet valid is a configuration error now, before anything listens: the
+ * first symptom would otherwise be peers and clients that cannot connect.
  */
 function checkTlsFiles(tls: TlsConfig, nodeReader: ConfigReader): void {
   const read = (key: string, file: string | undefined): Buffer | undefined => {
@@ -148,9 +153,23 @@ function checkTlsFiles(tls: TlsConfig, nodeReader: ConfigReader): void {
   };
   const cert = parse('tls.cert_path', tls.certPath, read('tls.cert_path', tls.certPath), 'certificate', (b) => new crypto.X509Certificate(b));
   const key = parse('tls.pkey_path', tls.pkeyPath, read('tls.pkey_path', tls.pkeyPath), 'private key', (b) => crypto.createPrivateKey(b));
-  parse('tls.ca_cert_path', tls.caCertPath, read('tls.ca_cert_path', tls.caCertPath), 'CA certificate', (b) => new crypto.X509Certificate(b));
+  const ca = parse('tls.ca_cert_path', tls.caCertPath, read('tls.ca_cert_path', tls.caCertPath), 'CA certificate', (b) => new crypto.X509Certificate(b));
   if (cert && key && !cert.checkPrivateKey(key)) {
     nodeReader.problem('tls.pkey_path', `${tls.pkeyPath} is not the private key of the certificate in ${tls.certPath}`);
+  }
+  if (cert) checkValidity('tls.cert_path', tls.certPath!, cert, nodeReader);
+  if (ca) checkValidity('tls.ca_cert_path', tls.caCertPath, ca, nodeReader);
+}
+
+function checkValidity(key: string, file: string, cert: crypto.X509Certificate, nodeReader: ConfigReader): void {
+  const now = Date.now();
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  const day = 86_400_000;
+  if (now < from) nodeReader.problem(key, `the certificate in ${file} is not valid before ${new Date(from).toISOString()}`);
+  else if (now >= to) nodeReader.problem(key, `the certificate in ${file} expired on ${new Date(to).toISOString()}`);
+  else if (to - now < CERT_WARNING_DAYS * day) {
+    nodeReader.warning(key, `the certificate in ${file} expires on ${new Date(to).toISOString()}, in ${Math.floor((to - now) / day)} days`);
   }
 }
 

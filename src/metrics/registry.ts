@@ -44,6 +44,8 @@ export interface NodeMetrics {
   antiEntropyExchanged: Counter;
   antiEntropyLastPass: Gauge;
   antiEntropyPassSeconds: Gauge;
+  /** When the TLS certificates in use expire (set at start when TLS is on). */
+  tlsCertExpiry: Gauge<'certificate'>;
 }
 
 export function createMetrics(nodeName: string): NodeMetrics {
@@ -188,6 +190,12 @@ export function createMetrics(nodeName: string): NodeMetrics {
     antiEntropyPassSeconds: new Gauge({
       name: 'oyster_anti_entropy_last_pass_duration_seconds',
       help: 'How long the last complete anti-entropy pass took',
+      registers,
+    }),
+    tlsCertExpiry: new Gauge({
+      name: 'oyster_tls_cert_expiry_timestamp_seconds',
+      help: "When the TLS certificate in use expires (Unix time): certificate=\"node\" (cert_path) or \"ca\" (ca_cert_path); absent without TLS",
+      labelNames: ['certificate'],
       registers,
     }),
     futureVersions: new Counter({

@@ -62,6 +62,7 @@ export class OysterNode {
     this.topology = new Topology(config.cluster, config.node.name);
     this.metrics = createMetrics(config.node.name);
     this.tls = readTls(config.node.tls);
+    if (this.tls) for (const [certificate, at] of Object.entries(this.tls.expires)) this.metrics.tlsCertExpiry.set({ certificate }, at);
     const metrics = this.metrics;
     let lastFutureLog = 0;
     this.clock = new VersionClock(this.topology.selfId, undefined, (v, aheadUs) => {

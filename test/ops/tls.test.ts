@@ -6,6 +6,7 @@
 // unreadable or not what they should be stop oysterd before it listens, with
 // a configuration error naming the key.
 import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -13,9 +14,10 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import t from 'tap';
+import { oyster, PACKAGING } from '../cli/lib';
 import { TestCluster } from '../cluster/lib';
 import { keyBytes, Status } from '../helpers/grpc-client';
-import { startOysterd, writeCluster } from '../helpers/oysterd';
+import { freePort, startOysterd, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 
 const DOMAIN = 'oyster.test';
@@ -33,20 +35,43 @@ function openssl(dir: string, ...args: string[]): void {
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-/** A CA and a node certificate (SAN: DNS:oyster.test, IP:127.0.0.1) signed by it. */
+const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A CA and a node certificate (SAN: DNS:oyster.test, IP:127.0.0.1) signed by it, valid for a year. */
 function makePki(dir: string): Pki {
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl(dir, 'req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=Oyster test CA');
-  openssl(dir, 'req', '-x509', ...ec, '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '2', '-subj', '/CN=Another CA');
+  const ec = EC;
+  openssl(dir, 'req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '365', '-subj', '/CN=Oyster test CA');
+  openssl(dir, 'req', '-x509', ...ec, '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '365', '-subj', '/CN=Another CA');
   openssl(dir, 'req', ...ec, '-keyout', 'node.key', '-out', 'node.csr', '-subj', `/CN=${DOMAIN}`);
   fs.writeFileSync(
     path.join(dir, 'node.ext'),
     [`subjectAltName=DNS:${DOMAIN},IP:127.0.0.1`, 'basicConstraints=CA:FALSE', 'keyUsage=digitalSignature,keyEncipherment', 'extendedKeyUsage=serverAuth,clientAuth', ''].join('\n'),
   );
-  openssl(dir, 'x509', '-req', '-in', 'node.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'node.crt', '-days', '2', '-extfile', 'node.ext');
+  openssl(dir, 'x509', '-req', '-in', 'node.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'node.crt', '-days', '365', '-extfile', 'node.ext');
   const p = (f: string) => path.join(dir, f);
   return { ca: p('ca.crt'), cert: p('node.crt'), key: p('node.key'), otherCa: p('other-ca.crt') };
 }
+
+/**
+ * A certificate for node.key signed by the CA of `dir` (made by makePki),
+ * valid from `start` to `end` (openssl's YYYYMMDDHHMMSSZ): openssl ca sets
+ * dates in the past or the future, which x509 -days cannot.
+ */
+function certBetween(dir: string, name: string, start: string, end: string): string {
+  const db = path.join(dir, `${name}.db`);
+  fs.mkdirSync(db);
+  fs.writeFileSync(path.join(db, 'index.txt'), '');
+  fs.writeFileSync(path.join(db, 'serial'), '01\n');
+  fs.writeFileSync(
+    path.join(db, 'ca.cnf'),
+    ['[ca]', 'default_ca = d', '[d]', `database = ${db}/index.txt`, `new_certs_dir = ${db}`, `serial = ${db}/serial`, 'default_md = sha256', 'policy = p', '[p]', 'commonName = supplied', ''].join('\n'),
+  );
+  openssl(dir, 'ca', '-batch', '-config', path.join(db, 'ca.cnf'), '-cert', 'ca.crt', '-keyfile', 'ca.key', '-in', 'node.csr', '-out', `${name}.crt`, '-extfile', 'node.ext', '-startdate', start, '-enddate', end, '-notext');
+  return path.join(dir, `${name}.crt`);
+}
+
+/** openssl's date form of `ms` since the epoch. */
+const opensslDate = (ms: number) => new Date(ms).toISOString().replace(/[-:T]/g, '').slice(0, 14) + 'Z';
 
 interface HttpsReply {
   status: number;
@@ -159,6 +184,45 @@ t.test('TLS for REST and gRPC in a 2-node cluster', async (t) => {
     const peerFailures = [...c.proc('n1').output, ...c.proc('n2').output].filter((l) => /"level":(40|50)/.test(l));
     t.same(peerFailures, [], 'no warnings or errors in the node logs');
   });
+
+  t.test('the expiry of the certificates is a metric', async (t) => {
+    const text = (await request(`${https1}/metrics`, 'GET', ca)).text;
+    for (const [certificate, file] of [['node', pki.cert], ['ca', pki.ca]]) {
+      const m = new RegExp(`^oyster_tls_cert_expiry_timestamp_seconds\\{[^}]*certificate="${certificate}"[^}]*\\} (\\d+)$`, 'm').exec(text);
+      const notAfter = Date.parse(new crypto.X509Certificate(fs.readFileSync(file)).validTo) / 1000;
+      t.equal(Number(m?.[1]), notAfter, `certificate="${certificate}": notAfter of ${path.basename(file)}`);
+    }
+  });
+});
+
+t.test("the packaged unit's command lines start a node with REST over TLS", async (t) => {
+  const dir = tempDir(t, 'oyster-tls-unit-');
+  const pki = makePki(dir);
+  // wait-ready finds the node by the port in node.yaml: a fixed one, not 0.
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1' }] }, {
+    extra: { http_api_port: await freePort(), tls: { ca_cert_path: pki.ca, cert_path: pki.cert, pkey_path: pki.key, domain_name: DOMAIN, rest: true, grpc: true } },
+  });
+  // ExecStart and ExecStartPost as shipped, with the configuration's paths and the scripts of this tree.
+  const unit = fs.readFileSync(path.join(PACKAGING, 'systemd', 'oyster.service'), 'utf8');
+  const line = (key: string) =>
+    /^(\S+) (.*)$/
+      .exec(new RegExp(`^${key}=(.*)$`, 'm').exec(unit)![1])!
+      .slice(1)
+      .map((w) => w.replaceAll('/etc/oyster/cluster.yaml', files.clusterYaml).replaceAll('/etc/oyster/node.yaml', files.nodeYaml.n1));
+  const [daemon, daemonArgs] = line('ExecStart');
+  const [post, postArgs] = line('ExecStartPost');
+  t.equal(daemon, '/usr/bin/oysterd');
+  t.equal(post, '/usr/bin/oyster');
+  const args = (s: string) => s.split(' ').map((a) => (a === '30min' ? '20s' : a));
+  t.match(postArgs, /wait-ready -c \S+ -n \S+/, 'ExecStartPost waits with the configuration files');
+  // wait-ready starts first, as systemd runs ExecStartPost while the node is still coming up.
+  const waiting = oyster(args(postArgs), { timeoutMs: 30_000 });
+  const node = await startOysterd('n1', { args: args(daemonArgs), timeoutMs: 20_000 });
+  t.teardown(() => node.kill());
+  const ready = await waiting;
+  t.equal(ready.code, 0, `wait-ready exits 0 once the node serves over https (${ready.stderr.trim()})`);
+  const plain = await oyster(['wait-ready', '--rest', node.url.replace('https:', 'http:'), '--timeout', '1s']);
+  t.equal(plain.code, 1, 'an http client would not have seen it serving');
 });
 
 t.test('TLS files that cannot be used stop oysterd before it listens', async (t) => {
@@ -172,6 +236,18 @@ t.test('TLS files that cannot be used stop oysterd before it listens', async (t)
     { what: 'a CA file that is not PEM', tls: { ca_cert_path: garbage }, key: 'tls.ca_cert_path', reason: /PEM/ },
     { what: 'a certificate file holding a key', tls: { cert_path: pki.key }, key: 'tls.cert_path', reason: /PEM certificate/ },
     { what: 'the key of another certificate', tls: { pkey_path: path.join(dir, 'ca.key') }, key: 'tls.pkey_path', reason: /not the private key/ },
+    {
+      what: 'an expired certificate',
+      tls: { cert_path: certBetween(dir, 'expired', '20200101000000Z', '20210101000000Z') },
+      key: 'tls.cert_path',
+      reason: /expired on 2021-01-01T00:00:00.000Z/,
+    },
+    {
+      what: 'a certificate not valid yet',
+      tls: { cert_path: certBetween(dir, 'future', opensslDate(Date.now() + 86_400_000), opensslDate(Date.now() + 400 * 86_400_000)) },
+      key: 'tls.cert_path',
+      reason: /is not valid before/,
+    },
   ];
   for (const k of cases) {
     const sub = path.join(dir, k.key.replace(/\W/g, '_') + cases.indexOf(k));
@@ -193,4 +269,19 @@ t.test('TLS files that cannot be used stop oysterd before it listens', async (t)
     t.match(err, k.reason, `${k.what}: and the reason`);
     t.notMatch(err, /node is serving/, `${k.what}: nothing listened`);
   }
+});
+
+t.test('a certificate that expires within 30 days: one warning at start, and the node serves', async (t) => {
+  const dir = tempDir(t, 'oyster-tls-soon-');
+  const pki = makePki(dir);
+  const soon = certBetween(dir, 'soon', opensslDate(Date.now() - 86_400_000), opensslDate(Date.now() + 10 * 86_400_000 + 3_600_000));
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1' }] }, {
+    extra: { tls: { ca_cert_path: pki.ca, cert_path: soon, pkey_path: pki.key, domain_name: DOMAIN, rest: true, grpc: true } },
+  });
+  const node = await startOysterd('n1', { args: ['-c', files.clusterYaml, '-n', files.nodeYaml.n1, '--init-folders'], timeoutMs: 20_000 });
+  t.teardown(() => node.kill());
+  const warnings = node.output.filter((l) => /"level":40/.test(l) && l.includes('tls.cert_path'));
+  t.equal(warnings.length, 1, 'one warning names tls.cert_path');
+  t.match(warnings[0], /expires on .* in 10 days/, 'with the date and the days left');
+  t.equal((await request(`${node.url.replace('http:', 'https:')}/status`, 'GET', fs.readFileSync(pki.ca))).status, 200, 'the node serves');
 });

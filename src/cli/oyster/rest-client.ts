@@ -13,6 +13,12 @@ export interface RestOptions {
   timeoutMs: number;
   /** Connections kept open: the number of requests the caller runs at once. */
   connections: number;
+  /**
+   * For https: the CA the node's certificate must chain to and the name it
+   * must carry (node.yaml tls.ca_cert_path and tls.domain_name), whatever
+   * address is dialled; without it, the system's CAs and the URL's host.
+   */
+  tls?: { ca: Buffer; servername: string };
 }
 
 interface Response {
@@ -40,7 +46,7 @@ export class RestClient implements DataClient {
     this.url = url;
     this.endpoint = `REST ${url.origin}${url.pathname.replace(/\/$/, '')}`;
     const Agent = url.protocol === 'https:' ? https.Agent : http.Agent;
-    this.agent = new Agent({ keepAlive: true, maxSockets: options.connections });
+    this.agent = new Agent({ keepAlive: true, maxSockets: options.connections, ...options.tls });
     if (options.user !== undefined) this.auth = basicAuth(options.user, options.password ?? '');
   }
 

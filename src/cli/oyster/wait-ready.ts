@@ -1,5 +1,6 @@
 // oyster wait-ready: waits until a node serves REST, for scripts and for
 // the systemd unit, whose ExecStartPost makes "active" mean "serving".
+import fs from 'node:fs';
 import { parseDuration } from '../../config/duration';
 import { ConfigError } from '../../config/errors';
 import { loadConfig } from '../../config/load';
@@ -7,7 +8,7 @@ import { RequestError } from './client';
 import { Command, parsedOption, parseOptions, printHelp } from './command';
 import { DEFAULT_REST } from './connection';
 import { ExitCode, UsageError } from './exit-codes';
-import { RestClient } from './rest-client';
+import { RestClient, RestOptions } from './rest-client';
 
 const POLL_MS = 200;
 
@@ -19,7 +20,9 @@ export const waitReady: Command = {
 Asks the node for GET /status until it answers 200 (a node opens its REST
 port last, once its disks and gRPC are up). With -c and -n the address comes
 from node.yaml (http_api_address and http_api_port; 0.0.0.0 and :: mean this
-machine); otherwise from --rest (default ${DEFAULT_REST}).
+machine), over https when tls.rest is on, trusting tls.ca_cert_path for a
+certificate that names tls.domain_name; otherwise from --rest (default
+${DEFAULT_REST}), trusting the system's CAs for an https URL.
 
   -c, --cluster FILE     cluster.yaml
   -n, --node FILE        node.yaml
@@ -40,18 +43,21 @@ command line or configuration.`,
     if (values.cluster !== undefined && values.rest !== undefined) throw new UsageError('give --rest or the configuration files, not both');
     const timeoutMs = values.timeout === undefined ? 60_000 : parsedOption(values.timeout, 'timeout', parseDuration);
     let url = values.rest ?? DEFAULT_REST;
+    let tls: RestOptions['tls'];
     if (values.cluster !== undefined && values.node !== undefined) {
       try {
         const { node } = loadConfig(values.cluster, values.node);
         const host = node.httpApiAddress === '0.0.0.0' ? '127.0.0.1' : node.httpApiAddress === '::' ? '::1' : node.httpApiAddress;
-        url = `http://${host.includes(':') ? `[${host}]` : host}:${node.httpApiPort}`;
+        const https = node.tls?.rest === true;
+        url = `${https ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${node.httpApiPort}`;
+        if (https) tls = { ca: fs.readFileSync(node.tls!.caCertPath), servername: node.tls!.domainName };
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         process.stderr.write(`oyster wait-ready: invalid configuration\n${err.message}\n`);
         return ExitCode.usage;
       }
     }
-    const client = new RestClient(url, { timeoutMs: Math.min(timeoutMs, 5000), connections: 1 });
+    const client = new RestClient(url, { timeoutMs: Math.min(timeoutMs, 5000), connections: 1, tls });
     const deadline = Date.now() + timeoutMs;
     let last = '';
     try {
