@@ -215,7 +215,7 @@ export class AntiEntropy {
           const bytes = record.kind === 'found' ? record.value.length : 0;
           await this.tokens.take(bytes + this.parts.keySize);
           this.parts.clock.observe(record.version);
-          await local.run((v) => (record.kind === 'found' ? v.put(e.key, record.version, record.value) : v.delete(e.key, record.version)));
+          await local.write((v) => (record.kind === 'found' ? v.put(e.key, record.version, record.value) : v.delete(e.key, record.version)));
           report.copied++;
           report.bytes += bytes;
           this.parts.onCopied?.(source.name, 1, bytes);
@@ -260,7 +260,7 @@ export class AntiEntropy {
       if (here.has(p.partition) || parsePartitionName(p.partition) === null || p.files.some((f) => !f.name.startsWith(`${prefix}.`))) continue;
       const tmp = path.join(target.dir, `.refill.${p.partition}`);
       await fs.promises.rm(tmp, { recursive: true, force: true });
-      await local.disk.use(() => files.createDir(tmp));
+      await local.disk.write(() => files.createDir(tmp));
       try {
         for (const f of p.files) bytes += await this.copyFile(local, source, p.partition, f, path.join(tmp, f.name));
         await local.disk.use(async () => {
@@ -293,14 +293,14 @@ export class AntiEntropy {
    * bytes.
    */
   private async copyFile(local: LocalReplica, source: Source, partition: string, f: { name: string; size: number }, target: string): Promise<number> {
-    await local.disk.use(() => files.write(target, 0, Buffer.alloc(0), true));
+    await local.disk.write(() => files.write(target, 0, Buffer.alloc(0), true));
     let next = 0;
     let failed = false;
     // One write at a time: writes to one file take its lock in turn anyway,
     // and waiting writers would spin on it.
     let lastWrite: Promise<unknown> = Promise.resolve();
     const write = (offset: number, data: Buffer) => {
-      const done = lastWrite.then(() => local.disk.use(() => files.write(target, offset, data, false)));
+      const done = lastWrite.then(() => local.disk.write(() => files.write(target, offset, data, false)));
       lastWrite = done.catch(() => undefined);
       return done;
     };

@@ -89,11 +89,15 @@ export class Grinder implements DataApi {
     const targets = this.topology.targetNodes(vdisk);
     const quorum = this.parts.quorum;
     const failed: string[] = [];
+    // Replicas that refused the write for want of space get no alien copies:
+    // a full disk could not take them back, so they would only pile up.
+    let full: Error | null = null;
     let acked = 0;
     // Replica writes still running when the quorum was reached.
     let running: Promise<unknown> | null = null;
     const onFailure = (node: string, err: Error) => {
-      failed.push(node);
+      if (isOysterError(err, 'NoSpace')) full ??= err;
+      else failed.push(node);
       this.log.debug({ node, vdisk, err: err.message }, 'replica write failed');
     };
     if (targets.length === 1) {
@@ -136,6 +140,7 @@ export class Grinder implements DataApi {
       });
       return version;
     }
+    if (full) throw full;
     await this.putAliens(vdisk, key, value, version, failed);
     return version;
   }

@@ -5,7 +5,7 @@
 // cluster_policy, Token auth), Oyster rejects it here instead.
 import path from 'node:path';
 import { parseIp, parseSocketAddress } from './address';
-import { ConfigReader, MapReader, parsedBy } from './reader';
+import { ConfigReader, MapReader, parsedBy, Space } from './reader';
 
 export type ClusterPolicy = 'quorum' | 'simple';
 export type AuthenticationType = 'None' | 'Basic';
@@ -93,6 +93,8 @@ export interface NodeConfig {
   hostnameResolvePeriodMs: number;
   /** Oyster: largest request body the REST API accepts (413 above). */
   httpMaxBodySize: number;
+  /** Oyster: free space below which a disk takes no more writes (507) until space returns. */
+  minFreeSpace: Space;
   pearl: PearlConfig;
   metrics: MetricsConfig;
   tls?: TlsConfig;
@@ -109,6 +111,12 @@ const U16_MAX = 65_535;
 const U32_MAX = 2 ** 32 - 1;
 
 export const DEFAULT_HTTP_MAX_BODY_SIZE = 100 * MIB;
+/**
+ * Below 1 % free a disk takes no more writes: room for the index files of
+ * the blobs being closed and for the file system's own needs (ext4 keeps
+ * its reserved blocks for root, which a service running as root would eat).
+ */
+export const DEFAULT_MIN_FREE_SPACE: Space = { percent: 1 };
 
 /** bob's metrics defaults, used when node.yaml has no `metrics` section. */
 export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
@@ -188,6 +196,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
     }) as AuthenticationType,
     hostnameResolvePeriodMs: root.integer('hostname_resolve_period_ms', { default: 5000 }),
     httpMaxBodySize: root.size('http_max_body_size', { default: DEFAULT_HTTP_MAX_BODY_SIZE, check: positive }),
+    minFreeSpace: root.space('min_free_space', { default: DEFAULT_MIN_FREE_SPACE }),
   };
   const pearl = root.section('pearl', { required: true });
   const metrics = root.section('metrics');

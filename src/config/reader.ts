@@ -10,6 +10,9 @@ import { parseSize } from './size';
 
 type Mapping = Record<string, unknown>;
 
+/** Space on a disk: bytes, or a percentage of the disk's size. */
+export type Space = { bytes: number } | { percent: number };
+
 export interface Rules<T> {
   /** Extra validation of a well-typed value: the reason it is wrong, or undefined. */
   check?: (value: T) => string | undefined;
@@ -143,6 +146,12 @@ export class MapReader {
     return this.field(key, options, 0, (v) => v.size());
   }
 
+  /** A space on a disk: a size (bob's ubyte syntax) in bytes, or a percentage of the disk ("5%"). */
+  space(key: string, options: Mandatory<Rules<Space>, Space>): Space;
+  space(key: string, options: Options<Rules<Space>, Space> = {}): Space | undefined {
+    return this.field(key, options, { bytes: 0 }, (v) => v.space());
+  }
+
   /** A nested mapping; undefined when absent (a problem too if required) or not a mapping. */
   section(key: string, options: { required?: boolean } = {}): MapReader | undefined {
     const v = this.take(key, options.required === true, false);
@@ -250,6 +259,19 @@ export class Value {
       return parseSize(this.raw);
     } catch (err) {
       return this.fail((err as Error).message);
+    }
+  }
+
+  space(): Space | undefined {
+    const m = typeof this.raw === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(this.raw) : null;
+    if (m) {
+      const percent = Number(m[1]);
+      return percent < 100 ? { percent } : this.fail('a percentage of the disk must be below 100%');
+    }
+    try {
+      return { bytes: parseSize(this.raw) };
+    } catch (err) {
+      return this.fail(`${(err as Error).message}, or a percentage of the disk such as "5%"`);
     }
   }
 

@@ -30,6 +30,8 @@ export interface NodeMetrics {
   engineBytes: HotCounter<'direction'>;
   corruptRecords: Counter<'disk'>;
   diskReady: Gauge<'disk' | 'alien'>;
+  /** 0 while a disk has less than min_free_space free and refuses writes. */
+  diskWritable: Gauge<'disk' | 'alien'>;
   aliensHandedOver: Counter<'owner'>;
   /** Coordinated reads that failed because no replica of the key's vdisk could answer. */
   unansweredReads: Counter<'operation'>;
@@ -140,6 +142,12 @@ export function createMetrics(nodeName: string): NodeMetrics {
       name: 'oyster_corrupt_records_total',
       help: 'Records found failing their checksum, by disk (on reads and when partitions are opened)',
       labelNames: ['disk'],
+      registers,
+    }),
+    diskWritable: new Gauge({
+      name: 'oyster_disk_writable',
+      help: 'Whether a disk takes writes (1) or has less than min_free_space free and refuses them (0); alien="true" for the alien directory',
+      labelNames: ['disk', 'alien'],
       registers,
     }),
     diskReady: new Gauge({

@@ -82,12 +82,14 @@ export class OysterNode {
       topology: this.topology,
       initFolders: options.initFolders,
       log,
+      onDiskWritable: (disk, alien, writable) => metrics.diskWritable.set({ disk, alien: String(alien) }, writable ? 1 : 0),
       onDiskState: (disk, alien, state) => {
         for (const l of diskStateListeners) l(disk, alien, state);
       },
       observer: (disk) => storageObserver(metrics, disk),
       clock: this.clock,
     });
+    for (const d of [...this.store.disks, this.store.alien]) metrics.diskWritable.set({ disk: d.name, alien: String(d.alien) }, 1);
     const links = new LinkManager(this.topology.self.name, config.node.checkInterval, log);
     this.links = links;
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;

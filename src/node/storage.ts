@@ -18,6 +18,8 @@ export interface StorageOptions {
   initFolders: boolean;
   log: Logger;
   onDiskState?: (disk: string, alien: boolean, state: DiskState) => void;
+  /** A disk went below min_free_space (false) or back above it (true). */
+  onDiskWritable?: (disk: string, alien: boolean, writable: boolean) => void;
   /** What the partitions of a disk report to (metrics). */
   observer?: (disk: string) => StorageObserver;
   /** The node's version clock, shown every partition opened. */
@@ -70,6 +72,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     monitorIntervalMs: 1000,
     retryInitialMs: 1000,
     retryMaxMs: 60_000,
+    minFreeSpace: node.minFreeSpace,
   };
   const disks = o.topology.self.disks.map(
     (d) =>
@@ -83,6 +86,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
         makeVdisk: (dir, id) => vdisk(d.name, dir, id, false),
         log: o.log,
         onStateChange: (s) => o.onDiskState?.(d.name, false, s),
+        onWritableChange: (w) => o.onDiskWritable?.(d.name, false, w),
       }),
   );
   const where = alienLocation(o.config, o.topology);
@@ -97,6 +101,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     makeVdisk: (dir, id) => vdisk(where.name, dir, id, true),
     log: o.log,
     onStateChange: (s) => o.onDiskState?.(where.name, true, s),
+    onWritableChange: (w) => o.onDiskWritable?.(where.name, true, w),
   });
   return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, log: o.log });
 }

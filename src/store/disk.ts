@@ -5,6 +5,7 @@
 // back-off until it comes back — unless an operator stopped it.
 import fs from 'node:fs';
 import path from 'node:path';
+import { Space } from '../config/reader';
 import { Logger } from '../logging/logger';
 import { Version } from '../model/version';
 import { EngineErrorCode, isEngineError } from './engine';
@@ -12,6 +13,8 @@ import { errors, OysterError } from '../model/errors';
 import { Vdisk } from './vdisk';
 
 const NONE: ReadonlyArray<never> = [];
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 export type DiskState = 'NotReady' | 'Initialized' | 'Ready';
 
@@ -34,6 +37,9 @@ export interface DiskOptions {
   retryMaxMs: number;
   log: Logger;
   onStateChange?: (state: DiskState) => void;
+  /** Free space below which the disk takes no writes (node.yaml min_free_space); checked every monitorIntervalMs. */
+  minFreeSpace: Space;
+  onWritableChange?: (writable: boolean) => void;
 }
 
 export class Disk {
@@ -54,6 +60,9 @@ export class Disk {
   private retryAttempt = 0;
   private monitorTimer: NodeJS.Timeout | null = null;
   private _lastError: string | null = null;
+  private _writable = true;
+  // Why writes are refused, for the error of each refused write.
+  private fullness = '';
 
   constructor(readonly options: DiskOptions) {}
 
@@ -73,6 +82,15 @@ export class Disk {
     return this._lastError;
   }
 
+  /**
+   * Whether the disk takes writes: it had at least min_free_space free when
+   * last looked at (at start, every monitorIntervalMs, and after a write
+   * that found it full). Reads go on either way.
+   */
+  get writable(): boolean {
+    return this._writable;
+  }
+
   /** Brings the disk to Ready: checks the disk, opens every vdisk. Rejects if the disk cannot be used. */
   start(byOperator = false): Promise<void> {
     return this.exclusive(async () => {
@@ -86,6 +104,7 @@ export class Disk {
         for (const g of this.vdisks.values()) await g.run();
         this.retryAttempt = 0;
         this._lastError = null;
+        await this.checkSpace();
         this.setState('Ready');
         this.startMonitor();
       } catch (err) {
@@ -137,9 +156,22 @@ export class Disk {
       return Promise.reject(new OysterError('PossibleDiskDisconnection', `Possibly disk was disconnected: ${this.name}: ${(err as Error).message}`));
     }
     if (err instanceof OysterError) return Promise.reject(err);
-    if (isNoSpace(err)) return Promise.reject(errors.noSpace(`${this.name}: ${(err as Error).message}`));
+    if (isNoSpace(err)) {
+      // The watermark was passed between two looks: look now.
+      void this.checkSpace();
+      return Promise.reject(errors.noSpace(`${this.name}: ${(err as Error).message}`));
+    }
     return Promise.reject(errors.storage(`${this.name}: ${(err as Error).message}`));
   };
+
+  /**
+   * Runs a write on this disk: as use(), and refused at once with NoSpace,
+   * touching nothing, while the disk is below min_free_space.
+   */
+  write<T>(fn: () => Promise<T>): Promise<T> {
+    if (this._state === 'Ready' && !this._writable) return Promise.reject(errors.noSpace(this.fullness));
+    return this.use(fn);
+  }
 
   /** Marks the disk failed (I/O error, path gone): NotReady now, retried later. */
   fail(err: Error): void {
@@ -312,10 +344,27 @@ export class Disk {
     this.retryTimer = null;
   }
 
+  /** Looks at the free space and changes `writable` when it crossed min_free_space (logged once per change). */
+  private async checkSpace(): Promise<void> {
+    const st = await fs.promises.statfs(this.options.root).catch(() => null);
+    if (!st) return; // the monitor's stat of the root reports a disk that is gone
+    const free = st.bavail * st.bsize;
+    const m = this.options.minFreeSpace;
+    const min = 'bytes' in m ? m.bytes : Math.ceil((st.blocks * st.bsize * m.percent) / 100);
+    const writable = free >= min;
+    this.fullness = `${this.name}: ${mib(free)} free, below min_free_space (${mib(min)}); writes resume once space is freed`;
+    if (writable === this._writable) return;
+    this._writable = writable;
+    if (writable) this.options.log.info({ disk: this.name, alien: this.alien, freeBytes: free, minFreeBytes: min }, `disk ${this.name} takes writes again`);
+    else this.options.log.warn({ disk: this.name, alien: this.alien, freeBytes: free, minFreeBytes: min }, `disk ${this.name} is full: ${mib(free)} free, below min_free_space (${mib(min)}); writes refused, reads go on`);
+    this.options.onWritableChange?.(writable);
+  }
+
   private startMonitor(): void {
     this.stopMonitor();
     this.monitorTimer = setInterval(() => {
       if (this._state !== 'Ready') return;
+      void this.checkSpace();
       void Promise.all([fs.promises.stat(this.options.diskPath), fs.promises.stat(this.options.root)]).then(
         ([d, r]) => {
           if (!d.isDirectory() || !r.isDirectory()) this.fail(new Error(`${this.options.root} is not a directory`));

@@ -149,29 +149,38 @@ export class NodeStore implements NodeApi {
 
   // ------------------------------------------------------------------ writes
 
-  /** put() into the local replicas of `vdisk`; a replica that fails is written to alien/<self> instead. */
+  /**
+   * put() into the local replicas of `vdisk`; a replica that fails is written
+   * to alien/<self> instead — unless it is full: then the write is refused
+   * (NoSpace), as alien copies would pile up that the full disk could not take back.
+   */
   private async putReplicas(vdisk: number, key: Buffer, version: Version, value: Buffer): Promise<void> {
     const local = this.localReplicas(vdisk);
     if (local.length === 0) throw errors.noReplica(this.name, vdisk);
     // One replica (the usual case): awaited directly, without allSettled's machinery.
     const results =
       local.length === 1
-        ? [await local[0].run((v) => v.put(key, version, value)).then(fulfilled, rejected)]
-        : await Promise.allSettled(local.map((l) => l.run((v) => v.put(key, version, value))));
+        ? [await local[0].write((v) => v.put(key, version, value)).then(fulfilled, rejected)]
+        : await Promise.allSettled(local.map((l) => l.write((v) => v.put(key, version, value))));
     let fallback: Promise<void> | null = null;
+    let full: unknown = null;
     for (const [i, r] of results.entries()) {
       if (r.status === 'fulfilled') continue;
+      if (isOysterError(r.reason, 'NoSpace')) {
+        full ??= r.reason;
+        continue;
+      }
       this.warnRateLimited(local[i].disk.name, { vdisk, err: (r.reason as Error).message }, 'local replica write failed; writing an alien copy');
       fallback ??= this.putAlien(this.name, vdisk, key, version, value).catch((alienErr: Error) => {
-        // Full disks everywhere: say so (507, RESOURCE_EXHAUSTED), not "unavailable".
-        const full = isOysterError(r.reason, 'NoSpace') && isOysterError(alienErr, 'NoSpace');
+        // No room for the alien copy: say so (507, RESOURCE_EXHAUSTED), not "unavailable".
         throw new OysterError(
-          full ? 'NoSpace' : 'RequestFailedCompletely',
+          isOysterError(alienErr, 'NoSpace') ? 'NoSpace' : 'RequestFailedCompletely',
           `Request failed on both stages local and alien: local error: ${(r.reason as Error).message}\nalien error: ${alienErr.message}`,
         );
       });
     }
     if (fallback) await fallback;
+    if (full) throw full;
   }
 
   private async putAliens(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
@@ -186,7 +195,7 @@ export class NodeStore implements NodeApi {
 
   /** Stores a record held for another node in alien/<owner>/<vdisk>. */
   private async putAlien(owner: string, vdisk: number, key: Buffer, version: Version, value: Buffer): Promise<void> {
-    await this.alien.use(async () => (await this.alien.alienVdisk(owner, vdisk, true))!.put(key, version, value));
+    await this.alien.write(async () => (await this.alien.alienVdisk(owner, vdisk, true))!.put(key, version, value));
   }
 
   /** Tombstones on every local replica; a replica that fails gets an alien tombstone for this node. */
@@ -349,6 +358,11 @@ export class LocalReplica implements Place {
   /** Runs an operation on the replica's Vdisk under its disk's watch (Disk.use). */
   run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
     return this.disk.use(() => op(this.vdisk()));
+  }
+
+  /** run() for an operation that adds data: refused with NoSpace while the disk is below min_free_space (Disk.write). */
+  write<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
+    return this.disk.write(() => op(this.vdisk()));
   }
 
   bound(): Version | null {

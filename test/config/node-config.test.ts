@@ -50,6 +50,7 @@ t.test('a node.yaml with every key', async (t) => {
     authenticationType: 'Basic',
     hostnameResolvePeriodMs: 5000,
     httpMaxBodySize: 100 * MiB,
+    minFreeSpace: { bytes: 2 * GiB },
     pearl: {
       maxBlobSize: 1e9,
       maxDataInBlob: 10000,
@@ -113,6 +114,7 @@ t.test('defaults of every optional key', async (t) => {
     authenticationType: 'None',
     hostnameResolvePeriodMs: 5000,
     httpMaxBodySize: 100 * MiB,
+    minFreeSpace: { percent: 1 },
     pearl: {
       maxBlobSize: 1_000_000_000,
       maxDataInBlob: 1_000_000,
@@ -311,6 +313,16 @@ t.test('memory limits are sizes; the soft index limit defaults to 10/9 of the ha
     'index_memory_limit: unknown size unit "kk" in "8 kk", expected B, kB, KiB, MB, MiB, GB, GiB, TB, TiB, PB, PiB, EB or EiB',
   ]);
   t.same(readNode(nodeYaml('index_memory_limit: 8 GX')).lines, ['index_memory_limit: invalid character "X" at 3 in size "8 GX"']);
+});
+
+t.test('min_free_space: a size or a percentage of the disk', async (t) => {
+  t.same(readNode(nodeYaml('min_free_space: 5%')).config.minFreeSpace, { percent: 5 });
+  t.same(readNode(nodeYaml('min_free_space: 0.5 %')).config.minFreeSpace, { percent: 0.5 });
+  t.same(readNode(nodeYaml('min_free_space: 10 GiB')).config.minFreeSpace, { bytes: 10 * GiB });
+  t.same(readNode(nodeYaml('min_free_space: 0')).config.minFreeSpace, { bytes: 0 }, '0 turns the watermark off');
+  t.same(readNode(nodeYaml('min_free_space: 100%')).lines, ['min_free_space: a percentage of the disk must be below 100%']);
+  t.match(readNode(nodeYaml('min_free_space: lots')).lines[0], /^min_free_space: .*, or a percentage of the disk such as "5%"$/);
+  t.match(readNode(nodeYaml('min_free_space: -5%')).lines[0], /^min_free_space: /);
 });
 
 t.test('pearl values', async (t) => {

@@ -116,10 +116,10 @@ t.test('a node of a three-node cluster', async (t) => {
     t.equal(r.status, 200);
     t.ok(isJson(r));
     t.same(r.json(), [
-      { name: 'd1', path: p('n1', 'd1'), is_active: true },
-      { name: 'd2', path: p('n1', 'd2'), is_active: true },
+      { name: 'd1', path: p('n1', 'd1'), is_active: true, is_writable: true },
+      { name: 'd2', path: p('n1', 'd2'), is_active: true, is_writable: true },
       // alien_disk is d1 (test/helpers/oysterd.ts): bob names the alien controller after it
-      { name: 'd1', path: `${path.join(p('n1', 'd1'), 'alien')}/`, is_active: true },
+      { name: 'd1', path: `${path.join(p('n1', 'd1'), 'alien')}/`, is_active: true, is_writable: true },
     ]);
   });
 

@@ -10,8 +10,14 @@ export function diskRoutes(d: RestDeps): Router {
 
   router.get('/disks/list', (ctx) => {
     ctx.body = [
-      ...store.disks.map((c) => ({ name: c.name, path: c.options.diskPath, is_active: c.isReady })),
-      { name: d.layout.alienDiskName, path: d.layout.alienRoot.endsWith('/') ? d.layout.alienRoot : `${d.layout.alienRoot}/`, is_active: store.alien.isReady },
+      // is_writable (Oyster's): false while the disk is below min_free_space and refuses writes.
+      ...store.disks.map((c) => ({ name: c.name, path: c.options.diskPath, is_active: c.isReady, is_writable: c.writable })),
+      {
+        name: d.layout.alienDiskName,
+        path: d.layout.alienRoot.endsWith('/') ? d.layout.alienRoot : `${d.layout.alienRoot}/`,
+        is_active: store.alien.isReady,
+        is_writable: store.alien.writable,
+      },
     ];
   });
 
