@@ -18,6 +18,27 @@ function has(tool: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
 }
 
+/** The system calls a unit's SystemCallFilter= lines allow (allow lists, then ~deny lists), groups expanded by systemd-analyze. */
+function unitSyscallFilter(lines: string[]): Set<string> {
+  const groups = new Map<string, Set<string>>();
+  const expand = (name: string): Set<string> => {
+    if (!name.startsWith('@')) return new Set([name]);
+    let set = groups.get(name);
+    if (set) return set;
+    set = new Set();
+    for (const l of run('systemd-analyze', ['syscall-filter', '--no-pager', name]).split('\n').slice(1)) {
+      const item = l.trim();
+      if (item && !item.startsWith('#')) for (const n of expand(item)) set.add(n);
+    }
+    groups.set(name, set);
+    return set;
+  };
+  const allowed = new Set<string>();
+  for (const line of lines.filter((l) => !l.startsWith('~'))) for (const item of line.split(/\s+/)) for (const n of expand(item)) allowed.add(n);
+  for (const line of lines.filter((l) => l.startsWith('~'))) for (const item of line.slice(1).split(/\s+/)) for (const n of expand(item)) allowed.delete(n);
+  return allowed;
+}
+
 function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): string {
   return execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
 }
@@ -127,6 +148,14 @@ t.test('the .deb package', async (t) => {
     t.equal(r.stderr.trim(), '', 'no complaints');
   });
 
+  await t.test('systemd-analyze security', { skip: has('systemd-analyze') ? false : 'systemd-analyze is not installed' }, async (t) => {
+    const dir = tempDir(t);
+    fs.writeFileSync(path.join(dir, 'oyster.service'), unit);
+    const r = spawnSync('systemd-analyze', ['security', '--offline=true', '--no-pager', path.join(dir, 'oyster.service')], { encoding: 'utf8' });
+    const exposure = Number(/Overall exposure level for oyster\.service: ([\d.]+)/.exec(r.stdout)?.[1]);
+    t.ok(exposure <= 1.5, `exposure ${exposure} at most 1.5`);
+  });
+
   await t.test('maintainer scripts, against stubbed system commands', async (t) => {
     const control = tempDir(t);
     run('dpkg-deb', ['-e', deb, control]);
@@ -183,7 +212,13 @@ t.test('the .deb package', async (t) => {
     rewrite(path.join(etc, 'node.yaml'), [['/var/lib/oyster', data], ['/etc/oyster', etc], ['http_api_port: 8000', `http_api_port: ${restPort}`]]);
     const inRoot = (command: string) => command.split(' ').map((w) => (w.startsWith('/') ? path.join(root, w) : w));
     const [bin, ...args] = inRoot(directive('ExecStart')[0]);
-    const node = spawn(bin, args, { cwd: data, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Under strace where it and systemd-analyze are installed: every system
+    // call the node makes is checked against the unit's SystemCallFilter.
+    const traced = has('strace') && has('systemd-analyze');
+    const calls = path.join(tempDir(t), 'calls.txt');
+    const node = traced
+      ? spawn('strace', ['-f', '-qq', '-c', '-U', 'name,calls', '-o', calls, bin, ...args], { cwd: data, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(bin, args, { cwd: data, stdio: ['ignore', 'pipe', 'pipe'] });
     const output: string[] = [];
     node.stdout.on('data', (c: Buffer) => output.push(c.toString()));
     node.stderr.on('data', (c: Buffer) => output.push(c.toString()));
@@ -204,9 +239,21 @@ t.test('the .deb package', async (t) => {
     t.ok(fs.existsSync(path.join(data, 'disk0', 'bob')), '--init-folders made the data directory on disk0');
 
     const stopping = Date.now();
-    node.kill('SIGTERM');
+    // The node itself, not strace, gets the SIGTERM systemd would send.
+    const nodePid = traced ? Number(fs.readFileSync(`/proc/${node.pid}/task/${node.pid}/children`, 'utf8').trim().split(' ')[0]) : node.pid!;
+    process.kill(nodePid, 'SIGTERM');
     t.equal(await exited, 0, 'SIGTERM: a clean exit 0');
     t.ok(Date.now() - stopping < 90_000, 'within TimeoutStopSec');
     t.equal(run(oyster, ['blob', 'check', data]).split('\n').at(-2)?.endsWith('no problems'), true, 'the stopped node left clean partitions');
+    if (traced) {
+      const used = fs
+        .readFileSync(calls, 'utf8')
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/)[0])
+        .filter((n) => /^[a-z_0-9]+$/.test(n) && n !== 'total' && n !== 'syscall');
+      const allowed = unitSyscallFilter(directive('SystemCallFilter'));
+      t.ok(used.length > 30, `${used.length} system calls seen`);
+      t.same(used.filter((n) => !allowed.has(n)), [], "every system call the node made is allowed by the unit's SystemCallFilter");
+    }
   });
 });
