@@ -69,6 +69,7 @@ export function defaultConfig(dataDir: string): LoadedConfig {
     cleanup_interval: '1h',
     http_api_address: '0.0.0.0',
     http_api_port: 8000,
+    state_dir: dataDir,
     pearl: {
       alien_disk: 'disk0',
       blob_file_name_prefix: 'bob',

@@ -95,6 +95,8 @@ export interface NodeConfig {
   httpMaxBodySize: number;
   /** Oyster: free space below which a disk takes no more writes (507) until space returns. */
   minFreeSpace: Space;
+  /** Oyster: where the node keeps its record of its disks' identities (store/identity.ts). */
+  stateDir?: string;
   pearl: PearlConfig;
   metrics: MetricsConfig;
   tls?: TlsConfig;
@@ -197,6 +199,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
     hostnameResolvePeriodMs: root.integer('hostname_resolve_period_ms', { default: 5000 }),
     httpMaxBodySize: root.size('http_max_body_size', { default: DEFAULT_HTTP_MAX_BODY_SIZE, check: positive }),
     minFreeSpace: root.space('min_free_space', { default: DEFAULT_MIN_FREE_SPACE }),
+    stateDir: root.string('state_dir'),
   };
   const pearl = root.section('pearl', { required: true });
   const metrics = root.section('metrics');

@@ -30,6 +30,8 @@ export interface NodeMetrics {
   engineBytes: HotCounter<'direction'>;
   corruptRecords: Counter<'disk'>;
   diskReady: Gauge<'disk' | 'alien'>;
+  /** 1 while a disk is kept out of service by its identity, by reason. */
+  diskRefused: Gauge<'disk' | 'alien' | 'reason'>;
   /** 0 while a disk has less than min_free_space free and refuses writes. */
   diskWritable: Gauge<'disk' | 'alien'>;
   aliensHandedOver: Counter<'owner'>;
@@ -142,6 +144,12 @@ export function createMetrics(nodeName: string): NodeMetrics {
       name: 'oyster_corrupt_records_total',
       help: 'Records found failing their checksum, by disk (on reads and when partitions are opened)',
       labelNames: ['disk'],
+      registers,
+    }),
+    diskRefused: new Gauge({
+      name: 'oyster_disk_refused',
+      help: 'Whether a disk is kept out of service by its identity (1): reason="no_identity" (initialised by this node, found without its identity: not mounted, replaced), "foreign_identity" (another node\'s or disk\'s), "unreadable_identity"',
+      labelNames: ['disk', 'alien', 'reason'],
       registers,
     }),
     diskWritable: new Gauge({

@@ -4,7 +4,7 @@ import http from 'node:http';
 import net, { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { Authenticator } from '../auth/authenticator';
-import { DiskState } from '../store/disk';
+import { DiskState, REFUSAL_REASONS } from '../store/disk';
 import { NodeStore } from '../store/node-store';
 import { AlienHandoff } from '../cluster/alien-handoff';
 import { AntiEntropy } from '../cluster/anti-entropy';
@@ -83,13 +83,19 @@ export class OysterNode {
       initFolders: options.initFolders,
       log,
       onDiskWritable: (disk, alien, writable) => metrics.diskWritable.set({ disk, alien: String(alien) }, writable ? 1 : 0),
+      onDiskRefusal: (disk, alien, refusal) => {
+        for (const reason of REFUSAL_REASONS) metrics.diskRefused.set({ disk, alien: String(alien), reason }, refusal?.reason === reason ? 1 : 0);
+      },
       onDiskState: (disk, alien, state) => {
         for (const l of diskStateListeners) l(disk, alien, state);
       },
       observer: (disk) => storageObserver(metrics, disk),
       clock: this.clock,
     });
-    for (const d of [...this.store.disks, this.store.alien]) metrics.diskWritable.set({ disk: d.name, alien: String(d.alien) }, 1);
+    for (const d of [...this.store.disks, this.store.alien]) {
+      metrics.diskWritable.set({ disk: d.name, alien: String(d.alien) }, 1);
+      for (const reason of REFUSAL_REASONS) metrics.diskRefused.set({ disk: d.name, alien: String(d.alien), reason }, 0);
+    }
     const links = new LinkManager(this.topology.self.name, config.node.checkInterval, log);
     this.links = links;
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;

@@ -1,7 +1,8 @@
 // Builds this node's storage (disks, vdisks, partitions) from its
 // configuration: where every directory is and how partitions are named.
 import path from 'node:path';
-import { Disk, DiskState } from '../store/disk';
+import { Disk, DiskState, Refusal } from '../store/disk';
+import { NodeState } from '../store/identity';
 import { NodeStore } from '../store/node-store';
 import { StorageObserver, Vdisk } from '../store/vdisk';
 import { Topology } from '../model/topology';
@@ -20,6 +21,8 @@ export interface StorageOptions {
   onDiskState?: (disk: string, alien: boolean, state: DiskState) => void;
   /** A disk went below min_free_space (false) or back above it (true). */
   onDiskWritable?: (disk: string, alien: boolean, writable: boolean) => void;
+  /** A disk was refused for its identity, or is no longer (null). */
+  onDiskRefusal?: (disk: string, alien: boolean, refusal: Refusal | null) => void;
   /** What the partitions of a disk report to (metrics). */
   observer?: (disk: string) => StorageObserver;
   /** The node's version clock, shown every partition opened. */
@@ -74,6 +77,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     retryMaxMs: 60_000,
     minFreeSpace: node.minFreeSpace,
   };
+  const state = new NodeState(node.stateDir, self);
   const disks = o.topology.self.disks.map(
     (d) =>
       new Disk({
@@ -87,6 +91,8 @@ export function createNodeStore(o: StorageOptions): NodeStore {
         log: o.log,
         onStateChange: (s) => o.onDiskState?.(d.name, false, s),
         onWritableChange: (w) => o.onDiskWritable?.(d.name, false, w),
+        identity: { node: self, disk: d.name, state },
+        onRefusal: (r) => o.onDiskRefusal?.(d.name, false, r),
       }),
   );
   const where = alienLocation(o.config, o.topology);
@@ -102,8 +108,11 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     log: o.log,
     onStateChange: (s) => o.onDiskState?.(where.name, true, s),
     onWritableChange: (w) => o.onDiskWritable?.(where.name, true, w),
+    // The alien directory on a disk has that disk's identity; one in the working directory (bob's default) has none.
+    identity: pearl.alienDisk && where.name === pearl.alienDisk ? { node: self, disk: where.name, state } : undefined,
+    onRefusal: (r) => o.onDiskRefusal?.(where.name, true, r),
   });
-  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, log: o.log });
+  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, state, log: o.log });
 }
 
 // bob sizes bloom filters in bits per blob; the engine in bits per key.

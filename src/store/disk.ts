@@ -10,6 +10,7 @@ import { Logger } from '../logging/logger';
 import { Version } from '../model/version';
 import { EngineErrorCode, isEngineError } from './engine';
 import { errors, OysterError } from '../model/errors';
+import { DiskIdentity, IDENTITY_FILE, newIdentity, NodeState, readIdentity, writeIdentity } from './identity';
 import { Vdisk } from './vdisk';
 
 const NONE: ReadonlyArray<never> = [];
@@ -37,9 +38,27 @@ export interface DiskOptions {
   retryMaxMs: number;
   log: Logger;
   onStateChange?: (state: DiskState) => void;
+  /**
+   * The disk's identity, checked at every start (./identity.ts): the node
+   * and disk name it must carry, and the node's record of its disks. The
+   * alien directory names the disk it lives on and never initialises it.
+   * Without it (an alien directory not on a disk) nothing is checked.
+   */
+  identity?: { node: string; disk: string; state: NodeState };
+  /** The disk was refused (reason), or is no longer (null). */
+  onRefusal?: (refusal: Refusal | null) => void;
   /** Free space below which the disk takes no writes (node.yaml min_free_space); checked every monitorIntervalMs. */
   minFreeSpace: Space;
   onWritableChange?: (writable: boolean) => void;
+}
+
+export const REFUSAL_REASONS = ['no_identity', 'foreign_identity', 'unreadable_identity'] as const;
+
+/** Why a disk is kept out of service until an operator acts (or mounts it). */
+export interface Refusal {
+  /** no_identity: initialised by this node but found without its identity (not mounted, replaced); foreign_identity: another node's or disk's; unreadable_identity. */
+  reason: (typeof REFUSAL_REASONS)[number];
+  message: string;
 }
 
 export class Disk {
@@ -61,6 +80,7 @@ export class Disk {
   private monitorTimer: NodeJS.Timeout | null = null;
   private _lastError: string | null = null;
   private _writable = true;
+  private _refusal: Refusal | null = null;
   // Why writes are refused, for the error of each refused write.
   private fullness = '';
 
@@ -80,6 +100,11 @@ export class Disk {
   }
   get lastError(): string | null {
     return this._lastError;
+  }
+
+  /** Why the disk's identity keeps it out of service; null when it does not. */
+  get refusal(): Refusal | null {
+    return this._refusal;
   }
 
   /**
@@ -299,11 +324,97 @@ export class Disk {
     const st = await fs.promises.stat(this.options.diskPath).catch(() => null);
     if (!st?.isDirectory()) throw errors.diskNotReady(`${this.name}: disk path ${this.options.diskPath} does not exist`);
     const root = await fs.promises.stat(this.options.root).catch(() => null);
+    const identity = this.options.identity;
+    const ours = identity ? await this.checkIdentity(identity, root?.isDirectory() === true) : true;
     if (root?.isDirectory()) return;
     if (!this.options.createRoot) {
       throw errors.diskNotReady(`${this.name}: ${this.options.root} does not exist (start with --init-folders to create it)`);
     }
+    if (identity && !ours) await this.initialise(identity);
     await fs.promises.mkdir(this.options.root, { recursive: true });
+  }
+
+  /**
+   * Checks the disk's identity; true when it is this node's disk, false for
+   * a disk never initialised (no identity, not in the node's record: the
+   * caller initialises it or not). Throws a refusal otherwise.
+   */
+  private async checkIdentity(identity: NonNullable<DiskOptions['identity']>, hasRoot: boolean): Promise<boolean> {
+    const { node, disk, state } = identity;
+    const where = this.options.diskPath;
+    let found: DiskIdentity | null;
+    try {
+      found = await readIdentity(where);
+    } catch (err) {
+      throw this.refuse('unreadable_identity', `disk ${disk} at ${where}: ${(err as Error).message}`);
+    }
+    const known = state.idOf(disk);
+    if (found) {
+      if (found.node !== node || found.disk !== disk) {
+        throw this.refuse('foreign_identity', `disk ${disk} at ${where} holds disk ${found.disk} of node ${found.node} (${IDENTITY_FILE}); nothing is written there`);
+      }
+      if (known !== undefined && known !== found.id) {
+        throw this.refuse('foreign_identity', `disk ${disk} at ${where} has id ${found.id}, but this node initialised disk ${disk} with id ${known}: another disk of that name; nothing is written there`);
+      }
+      if (!this.alien) await state.record(disk, found.id);
+      this.unrefuse();
+      return true;
+    }
+    if (known !== undefined || this.alien) {
+      throw this.refuse(
+        'no_identity',
+        `disk ${disk} at ${where} has no ${IDENTITY_FILE}, but this node initialised it (id ${known ?? 'unknown'}): not mounted, or replaced? ` +
+          `Nothing is written there. Mount it, or accept an empty replacement with POST /disks/${disk}/accept`,
+      );
+    }
+    // A disk prepared before identities existed (bob's, or an earlier Oyster's): its data makes it this node's.
+    if (hasRoot) {
+      await this.initialise(identity);
+      this.options.log.info({ disk, path: where }, `disk ${disk}: data without an identity; ${IDENTITY_FILE} written`);
+      return true;
+    }
+    return false;
+  }
+
+  private async initialise({ node, disk, state }: NonNullable<DiskOptions['identity']>): Promise<void> {
+    const id = newIdentity(node, disk);
+    await writeIdentity(this.options.diskPath, id);
+    await state.record(disk, id.id);
+    this.unrefuse();
+  }
+
+  private refuse(reason: Refusal['reason'], message: string): Error {
+    if (this._refusal?.message !== message) {
+      this._refusal = { reason, message };
+      this.options.onRefusal?.(this._refusal);
+    }
+    return errors.diskNotReady(`${this.name}: refused: ${message}`);
+  }
+
+  private unrefuse(): void {
+    if (this._refusal === null) return;
+    this._refusal = null;
+    this.options.onRefusal?.(null);
+  }
+
+  /**
+   * Accepts an empty disk found in place of one this node initialised (a
+   * replaced disk): gives it a new identity, records it, and starts it; its
+   * vdisks are then refilled by anti-entropy. Rejects with Conflict unless
+   * the disk was refused and holds no data.
+   */
+  accept(): Promise<void> {
+    return this.exclusive(async () => {
+      const identity = this.options.identity;
+      if (!identity || this.alien) throw errors.conflict(`disk ${this.name} has no identity to accept`);
+      if (this._refusal === null) throw errors.conflict(`disk ${this.name} is not refused: nothing to accept`);
+      const entries = await fs.promises.readdir(this.options.root).catch(() => [] as string[]);
+      if (entries.length > 0) {
+        throw errors.conflict(`disk ${this.name} at ${this.options.diskPath} holds data in ${this.options.root}: only an empty disk can be accepted as a replacement`);
+      }
+      await this.initialise(identity);
+      this.options.log.warn({ disk: this.name, path: this.options.diskPath }, `disk ${this.name} accepted as a replacement; anti-entropy refills it from the other replicas`);
+    }).then(() => this.start(true));
   }
 
   /** Vdisks keyed "<vdisk>" (normal) or "<owner>/<vdisk>" (alien). */

@@ -12,6 +12,7 @@ import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
 import { compareRecords, compareVersions, KeyState, newerOf, StoredRecord, Version } from '../model/version';
 import { Disk } from './disk';
+import { NodeState } from './identity';
 import { Vdisk } from './vdisk';
 
 export interface NodeStoreParts {
@@ -23,6 +24,8 @@ export interface NodeStoreParts {
   startParallelism: number;
   /** Sees every version written here, so that this node's next stamp is later. */
   clock: VersionClock;
+  /** The node's record of its disks' identities, loaded at start. */
+  state: NodeState;
   log: Logger;
 }
 
@@ -32,6 +35,7 @@ export class NodeStore implements NodeApi {
   readonly alien: Disk;
   private readonly byName = new Map<string, Disk>();
   private readonly clock: VersionClock;
+  private readonly state: NodeState;
   private readonly log: Logger;
   private readonly startParallelism: number;
   private readonly lastWarning = new Map<string, number>();
@@ -42,6 +46,7 @@ export class NodeStore implements NodeApi {
     this.disks = parts.disks;
     this.alien = parts.alien;
     this.clock = parts.clock;
+    this.state = parts.state;
     this.log = parts.log;
     this.startParallelism = Math.max(1, parts.startParallelism);
     for (const d of this.disks) this.byName.set(d.name, d);
@@ -51,17 +56,21 @@ export class NodeStore implements NodeApi {
     return this.topology.self.name;
   }
 
-  /** Starts every disk; a disk that cannot start stays NotReady (and is retried) without stopping the node. */
+  /**
+   * Starts every disk; a disk that cannot start stays NotReady (and is
+   * retried) without stopping the node. Rejects only when the node's state
+   * file cannot be read.
+   */
   async start(): Promise<void> {
-    const all = [...this.disks, this.alien];
+    await this.state.load();
+    const start = (d: Disk) => d.start().catch((err: Error) => this.log.error({ disk: d.name, alien: d.alien, err: err.message }, `disk ${d.name} did not start`));
     let next = 0;
     const worker = async () => {
-      while (next < all.length) {
-        const d = all[next++];
-        await d.start().catch((err: Error) => this.log.error({ disk: d.name, err: err.message }, `disk ${d.name} did not start`));
-      }
+      while (next < this.disks.length) await start(this.disks[next++]);
     };
-    await Promise.all(Array.from({ length: Math.min(this.startParallelism, all.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(this.startParallelism, this.disks.length) }, worker));
+    // After the disks: the alien directory checks the identity its disk wrote.
+    await start(this.alien);
   }
 
   async close(): Promise<void> {

@@ -120,6 +120,8 @@ export async function writeCluster(dir: string, spec: ClusterSpec, opts: NodeYam
       cleanup_interval: opts.cleanupInterval ?? '1h',
       http_api_address: '127.0.0.1',
       http_api_port: 0,
+      // The node's record of its disks, beside them (not in the working directory).
+      state_dir: path.join(dir, n.name),
       ...(opts.httpMaxBodySize !== undefined ? { http_max_body_size: opts.httpMaxBodySize } : {}),
       pearl: {
         alien_disk: n.disks[0].name,

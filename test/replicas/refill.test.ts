@@ -1,6 +1,7 @@
 // A disk replaced by an empty one is refilled from the other replicas: in a
 // 2-node cluster (every vdisk on both nodes) n1's disk is wiped while n1 is
-// down; when n1 returns with the empty disk, reads through either node never
+// down; n1 returns and refuses the empty disk (it lacks the identity n1 gave
+// its disk) until the operator accepts it; then reads through either node never
 // answer 404 for a key the other replica holds, and anti-entropy copies
 // everything back — n0's closed partition files whole, the rest key by key
 // (progress in the log and the metrics).
@@ -46,6 +47,23 @@ t.test('an empty disk replacing a full one is refilled, and reads never miss mea
   for (const entry of fs.readdirSync(disk)) fs.rmSync(path.join(disk, entry), { recursive: true, force: true });
   await c.startNode('n1');
   await c.waitLinks();
+
+  // Restarted with --init-folders, n1 refuses the empty disk: it initialised
+  // that disk and the empty one lacks its identity (an unmounted disk looks
+  // the same). Its own replica answers "unavailable", never "absent".
+  const list = JSON.parse((await c.rest('n1', 'GET', '/disks/list')).text) as Array<{ name: string; is_active: boolean; refused?: { reason: string } }>;
+  t.same(list.map((d) => [d.is_active, d.refused?.reason]), [[false, 'no_identity'], [false, 'no_identity']], 'the disk and the alien directory on it are refused');
+  t.same(fs.readdirSync(disk), [], 'nothing was written on the refused disk');
+  const own = await c.grpc('n1').get(keyBytes(1, 8), { force_node: true, source: GetSource.NORMAL }).then(
+    () => 'found',
+    (err: { code?: number }) => err.code,
+  );
+  t.equal(own, Status.UNAVAILABLE, "n1's own replica: UNAVAILABLE, not NOT_FOUND");
+  t.equal((await rest.request(c.url('n1'), 'GET', '/data/1')).status, 200, 'a read through n1 is answered by n0');
+  t.equal(c.proc('n1').output.filter((l) => l.includes('"level":50') && l.includes('no oyster-disk.json')).length, 2, 'one error line for the disk and one for its alien directory');
+  // The operator accepts it as a replacement: anti-entropy refills it.
+  const accepted = await rest.request(c.url('n1'), 'POST', `/disks/${list[0].name}/accept`);
+  t.equal(accepted.status, 200, `POST /disks/${list[0].name}/accept: ${accepted.body.toString()}`);
 
   // Reads through both nodes while it refills.
   const misses: string[] = [];

@@ -188,10 +188,22 @@ t.test('a disk directory removed under a write load', async (t) => {
     t.ok(fs.readdirSync(path.join(node.disk('d1'), 'alien', 'n1', '1')).length > 0, 'on d1');
   });
 
-  t.test('the disk comes back by itself once its directory is there again', async (t) => {
+  t.test('an empty directory in its place is refused, until accepted as a replacement', async (t) => {
+    // What an unmounted disk looks like: its mount point, empty.
     fs.mkdirSync(path.join(d2, 'bob'), { recursive: true });
+    await new Promise((r) => setTimeout(r, 3000));
+    const list = await api.json<Array<{ name: string; is_active: boolean; refused?: { reason: string; message: string } }>>('/disks/list');
+    t.equal(list[1].is_active, false, 'd2 stays out of service: it lacks the identity this node gave it');
+    t.equal(list[1].refused?.reason, 'no_identity', '/disks/list says why');
+    t.match(list[1].refused?.message, /has no oyster-disk\.json, but this node initialised it/);
+    t.match((await api.get('/metrics')).text, /^oyster_disk_refused\{[^}]*disk="d2"[^}]*reason="no_identity"[^}]*\} 1$/m, 'and /metrics');
+    t.same(fs.readdirSync(d2), ['bob'], 'nothing was written on it');
+    t.same(fs.readdirSync(path.join(d2, 'bob')), []);
+    const accepted = await api.post('/disks/d2/accept');
+    t.equal(accepted.status, 200, `POST /disks/d2/accept: ${accepted.text}`);
     await waitFor('d2 to come back', async () => (await active(api)).d2, 12_000, 200);
     t.same(await active(api), { d1: true, d2: true, alien: true });
+    t.ok(fs.existsSync(path.join(d2, 'oyster-disk.json')), 'with a new identity');
     // Records written meanwhile are read from the alien directory, or from d2
     // once handed over to it.
     for (const k of [5, 7, 9, 11]) t.equal((await api.get(`/data/${k}`)).text, `alien ${k}`, `record ${k} of the outage still read`);

@@ -1,6 +1,7 @@
-// /disks/list, /disks/{name}/stop, /disks/{name}/start, DELETE /blobs/outdated
+// /disks/list, /disks/{name}/stop, /disks/{name}/start, /disks/{name}/accept, DELETE /blobs/outdated
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import { Disk } from '../../store/disk';
 import { RestDeps } from '../deps';
 import { notFound, reply } from '../status-ext';
 
@@ -11,12 +12,14 @@ export function diskRoutes(d: RestDeps): Router {
   router.get('/disks/list', (ctx) => {
     ctx.body = [
       // is_writable (Oyster's): false while the disk is below min_free_space and refuses writes.
-      ...store.disks.map((c) => ({ name: c.name, path: c.options.diskPath, is_active: c.isReady, is_writable: c.writable })),
+      // refused (Oyster's): why the disk's identity keeps it out of service, when it does.
+      ...store.disks.map((c) => ({ name: c.name, path: c.options.diskPath, is_active: c.isReady, is_writable: c.writable, ...refused(c) })),
       {
         name: d.layout.alienDiskName,
         path: d.layout.alienRoot.endsWith('/') ? d.layout.alienRoot : `${d.layout.alienRoot}/`,
         is_active: store.alien.isReady,
         is_writable: store.alien.writable,
+        ...refused(store.alien),
       },
     ];
   });
@@ -38,6 +41,18 @@ export function diskRoutes(d: RestDeps): Router {
     reply(ctx, 200, true, `all disk controllers for disk '${ctx.params.name}' successfully started`);
   });
 
+  // A replaced disk: an empty disk found in place of one this node
+  // initialised gets a new identity, and anti-entropy refills it.
+  router.post('/disks/:name/accept', async (ctx) => {
+    const found = disksNamed(ctx);
+    const disk = found.find((c) => !c.alien);
+    if (!disk) throw notFound(`no disk named '${ctx.params.name}' on this node (the alien directory is accepted with its disk)`);
+    await disk.accept();
+    // The alien directory on it has its identity now.
+    for (const a of found.filter((c) => c.alien)) await a.start(true);
+    reply(ctx, 200, true, `disk '${disk.name}' accepted as a replacement; anti-entropy refills it from the other replicas`);
+  });
+
   router.delete('/blobs/outdated', async (ctx) => {
     const now = Date.now();
     for (const c of [...store.disks, store.alien]) {
@@ -49,4 +64,8 @@ export function diskRoutes(d: RestDeps): Router {
   });
 
   return router;
+}
+
+function refused(disk: Disk): { refused?: { reason: string; message: string } } {
+  return disk.refusal ? { refused: { reason: disk.refusal.reason, message: disk.refusal.message } } : {};
 }

@@ -1,0 +1,128 @@
+// Disk identity: who a disk belongs to, so that a node never fills the empty
+// mount point of an unmounted disk, nor takes another node's disk for its
+// own. Each disk carries an identity file at its root (docs/FORMAT.md §0.1),
+// written when the node initialises it; the node records the identities of
+// its disks in its state file (node.yaml state_dir), and so knows a disk it
+// initialised that comes back without one.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { files } from './files';
+
+/** The identity file, at the disk's path (the mount point). */
+export const IDENTITY_FILE = 'oyster-disk.json';
+/** The node's record of its disks, in state_dir. */
+export const STATE_FILE = 'oyster-node.json';
+const FORMAT = 1;
+
+export interface DiskIdentity {
+  format: number;
+  /** The node and the disk name (cluster.yaml) the disk was initialised for. */
+  node: string;
+  disk: string;
+  /** Random, new at every initialisation: a disk replaced by another one initialised for the same name differs. */
+  id: string;
+  created: string;
+}
+
+export function newIdentity(node: string, disk: string): DiskIdentity {
+  return { format: FORMAT, node, disk, id: crypto.randomUUID(), created: new Date().toISOString() };
+}
+
+/**
+ * The identity file of the disk at `diskPath`: null when there is none;
+ * rejects when it exists but cannot be read or is not an identity (a
+ * damaged identity is not taken for a missing one).
+ */
+export async function readIdentity(diskPath: string): Promise<DiskIdentity | null> {
+  const file = path.join(diskPath, IDENTITY_FILE);
+  let text: string;
+  try {
+    text = await fs.promises.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const v = parse(text) as Partial<DiskIdentity> | null;
+  if (!v || typeof v.node !== 'string' || typeof v.disk !== 'string' || typeof v.id !== 'string' || typeof v.format !== 'number') {
+    throw new Error(`${file} is not a disk identity`);
+  }
+  if (v.format > FORMAT) throw new Error(`${file} has format ${v.format}; this Oyster knows format ${FORMAT}`);
+  return v as DiskIdentity;
+}
+
+/** Writes the identity file of the disk at `diskPath` atomically and durably. */
+export function writeIdentity(diskPath: string, identity: DiskIdentity): Promise<void> {
+  return writeAtomically(path.join(diskPath, IDENTITY_FILE), `${JSON.stringify(identity, null, 2)}\n`);
+}
+
+/**
+ * The node's record of the identities of its disks (disk name -> id). A
+ * disk the record names is one this node initialised: found without its
+ * identity it is refused, not initialised again.
+ */
+export class NodeState {
+  private readonly file: string | null;
+  private readonly disks = new Map<string, string>();
+
+  /** The state file in `stateDir`; with no state_dir, a record kept in memory only. */
+  constructor(
+    stateDir: string | undefined,
+    private readonly node: string,
+  ) {
+    this.file = stateDir === undefined ? null : path.join(stateDir, STATE_FILE);
+  }
+
+  /** Reads the state file (none yet: an empty record). Rejects on a damaged file or one of another node. */
+  async load(): Promise<void> {
+    if (this.file === null) return;
+    await fs.promises.mkdir(path.dirname(this.file), { recursive: true });
+    let text: string;
+    try {
+      text = await fs.promises.readFile(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    const v = parse(text) as { node?: unknown; disks?: Record<string, unknown> } | null;
+    if (!v || typeof v.disks !== 'object' || v.disks === null) throw new Error(`${this.file} is not an Oyster node state file`);
+    if (v.node !== this.node) throw new Error(`${this.file} belongs to node ${JSON.stringify(v.node)}, not ${JSON.stringify(this.node)}`);
+    for (const [name, id] of Object.entries(v.disks)) if (typeof id === 'string') this.disks.set(name, id);
+  }
+
+  /** The id recorded for disk `name`, if the node initialised it. */
+  idOf(name: string): string | undefined {
+    return this.disks.get(name);
+  }
+
+  /** Records disk `name`'s identity (durably, before the disk is used). */
+  async record(name: string, id: string): Promise<void> {
+    if (this.disks.get(name) === id) return;
+    this.disks.set(name, id);
+    if (this.file === null) return;
+    const disks = Object.fromEntries([...this.disks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    await writeAtomically(this.file, `${JSON.stringify({ format: FORMAT, node: this.node, disks }, null, 2)}\n`);
+  }
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+// A new file beside the target, synced, renamed over it, the directory synced.
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await files.write(tmp, 0, Buffer.from(text), true);
+    await files.sync(tmp);
+    await files.rename(tmp, file);
+  } catch (err) {
+    await files.remove(tmp).catch(() => undefined);
+    throw err;
+  }
+  await files.syncDir(path.dirname(file));
+}
