@@ -57,7 +57,7 @@ export class AlienHandoff {
     const out = new Map<string, number>();
     const alien = this.parts.store.alien;
     if (!alien.isReady) return out;
-    for (const { owner, vdisk } of alien.alienVdisks()) {
+    for (const { owner, vdisk } of alien.vdisks.aliens()) {
       out.set(owner, (out.get(owner) ?? 0) + (await vdisk.partitions.recordsCount()));
     }
     return out;
@@ -81,7 +81,7 @@ export class AlienHandoff {
   private async round(): Promise<void> {
     const { store, links, topology } = this.parts;
     if (!store.alien.isReady) return;
-    for (const { owner, vdisk } of store.alien.alienVdisks()) {
+    for (const { owner, vdisk } of store.alien.vdisks.aliens()) {
       if (this.stopped) return;
       const target = this.parts.nodeApi(owner);
       if (!target || !links.isAvailable(owner) || (this.retryAt.get(owner)?.at ?? 0) > Date.now()) continue;

@@ -80,7 +80,7 @@ async function gather(store: NodeStore): Promise<Figures> {
     const d = disks.get(c.name) ?? { blobs: 0, records: 0, partitions: 0, indexMemory: 0, filterMemory: 0, usedBytes: 0 };
     disks.set(c.name, d);
     if (!c.isReady) continue;
-    const vdisks = c.alien ? c.alienVdisks() : c.allVdisks().map((vdisk) => ({ owner: '', vdisk }));
+    const vdisks = c.alien ? c.vdisks.aliens() : c.vdisks.all().map((vdisk) => ({ owner: '', vdisk }));
     for (const { owner, vdisk } of vdisks) {
       for (const p of vdisk.partitions.all) {
         const st = await p.engine.stats().catch(() => null);

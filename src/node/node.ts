@@ -325,7 +325,7 @@ export class OysterNode {
     const now = Date.now();
     for (const c of [...this.store.disks, this.store.alien]) {
       if (!c.isReady) continue;
-      for (const g of c.allVdisks()) {
+      for (const g of c.vdisks.all()) {
         try {
           await c.use(() => g.admin((ps) => ps.closeOutdatedActiveBlobs(now)));
         } catch (err) {

@@ -8,14 +8,13 @@ import path from 'node:path';
 import { Space } from '../config/reader';
 import { Logger } from '../logging/logger';
 import { Version } from '../model/version';
-import { EngineErrorCode, isEngineError } from './engine';
+import { freeSpace, isDiskFailure, isNoSpace, mib } from './free-space';
 import { errors, OysterError } from '../model/errors';
-import { DiskIdentity, IDENTITY_FILE, newIdentity, NodeState, readIdentity, writeIdentity } from './identity';
+import { checkIdentity, IDENTITY_FILE, initialiseDisk, NodeState, Refusal } from './identity';
 import { Vdisk } from './vdisk';
+import { VdiskTable } from './vdisk-table';
 
-const NONE: ReadonlyArray<never> = [];
-
-const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+export { REFUSAL_REASONS, type Refusal } from './identity';
 
 export type DiskState = 'NotReady' | 'Initialized' | 'Ready';
 
@@ -52,25 +51,13 @@ export interface DiskOptions {
   onWritableChange?: (writable: boolean) => void;
 }
 
-export const REFUSAL_REASONS = ['no_identity', 'foreign_identity', 'unreadable_identity'] as const;
-
-/** Why a disk is kept out of service until an operator acts (or mounts it). */
-export interface Refusal {
-  /** no_identity: initialised by this node but found without its identity (not mounted, replaced); foreign_identity: another node's or disk's; unreadable_identity. */
-  reason: (typeof REFUSAL_REASONS)[number];
-  message: string;
-}
-
 export class Disk {
   private _state: DiskState = 'NotReady';
-  private vdisks = new Map<string, Vdisk>();
-  // The same, of a normal disk, by id: looked up on every request.
-  private replicas = new Map<number, Vdisk>();
-  // alienVdisksOf's index, rebuilt after a change.
-  private byId: Map<number, Array<{ owner: string; vdisk: Vdisk }>> | null = null;
-  // Vdisk.newestPossible of the vdisks that were serving when the disk went
-  // out of service: reads may rely on it while the disk is down.
-  private bounds = new Map<string, Version>();
+  /** The vdisks the disk serves (none while it is out of service). */
+  readonly vdisks = new VdiskTable();
+  // Vdisk.newestPossible of the replicas that were serving when the disk
+  // went out of service: reads may rely on it while the disk is down.
+  private bounds = new Map<number, Version>();
   private creating = new Map<string, Promise<Vdisk>>();
   private serial: Promise<unknown> = Promise.resolve();
   private operatorStopped = false;
@@ -78,7 +65,6 @@ export class Disk {
   private retryTimer: NodeJS.Timeout | null = null;
   private retryAttempt = 0;
   private monitorTimer: NodeJS.Timeout | null = null;
-  private _lastError: string | null = null;
   private _writable = true;
   private _refusal: Refusal | null = null;
   // Why writes are refused, for the error of each refused write.
@@ -97,9 +83,6 @@ export class Disk {
   }
   get alien(): boolean {
     return this.options.alien;
-  }
-  get lastError(): string | null {
-    return this._lastError;
   }
 
   /** Why the disk's identity keeps it out of service; null when it does not. */
@@ -125,15 +108,13 @@ export class Disk {
       try {
         await this.checkDisk();
         this.setState('Initialized');
-        for (const [key, g] of await this.discoverVdisks()) this.add(key, g);
-        for (const g of this.vdisks.values()) await g.run();
+        for (const [owner, v] of await this.discoverVdisks()) this.vdisks.add(v, owner);
+        for (const v of this.vdisks.all()) await v.run();
         this.retryAttempt = 0;
-        this._lastError = null;
         await this.checkSpace();
         this.setState('Ready');
         this.startMonitor();
       } catch (err) {
-        this._lastError = (err as Error).message;
         await this.stopVdisks();
         this.setState('NotReady');
         if (!this.operatorStopped) this.scheduleRetry();
@@ -201,7 +182,6 @@ export class Disk {
   /** Marks the disk failed (I/O error, path gone): NotReady now, retried later. */
   fail(err: Error): void {
     if (this._state === 'NotReady' || this.closed) return;
-    this._lastError = err.message;
     this.options.log.error({ disk: this.name, err: err.message }, 'disk failed; taking it out of service');
     void this.exclusive(async () => {
       if (this._state === 'NotReady') return;
@@ -210,80 +190,36 @@ export class Disk {
     });
   }
 
-  vdisk(id: number): Vdisk | undefined {
-    return this.replicas.get(id);
-  }
-
   /**
    * An upper bound of the versions the vdisk on this disk holds
    * (Vdisk.newestPossible), also while the disk is out of service; null when
    * it is not known (the disk has not served since the node started).
    */
-  newestPossible(vdisk: number): Version | null {
-    const g = this.replicas.get(vdisk);
-    if (g?.isOpen) return g.newestPossible;
-    return this.bounds.get(`${vdisk}`) ?? null;
+  newestPossible(id: number): Version | null {
+    const v = this.vdisks.replica(id);
+    if (v?.isOpen) return v.newestPossible;
+    return this.bounds.get(id) ?? null;
   }
 
-  /** The alien vdisk of (owner, vdisk), created on first use when `create`. */
-  async alienVdisk(owner: string, vdisk: number, create: boolean): Promise<Vdisk | undefined> {
-    const key = `${owner}/${vdisk}`;
-    const g = this.vdisks.get(key);
-    if (g || !create) return g;
+  /** The alien vdisk of (owner, id), created on first use when `create`. */
+  async alienVdisk(owner: string, id: number, create: boolean): Promise<Vdisk | undefined> {
+    const v = this.vdisks.alien(owner, id);
+    if (v || !create) return v;
+    const key = `${owner}/${id}`;
     let pending = this.creating.get(key);
     if (!pending) {
       pending = (async () => {
-        const v = this.options.makeVdisk(path.join(this.options.root, owner, String(vdisk)), vdisk);
-        await v.run();
-        this.add(key, v);
-        return v;
+        const created = this.options.makeVdisk(path.join(this.options.root, owner, String(id)), id);
+        await created.run();
+        this.vdisks.add(created, owner);
+        return created;
       })().finally(() => this.creating.delete(key));
       this.creating.set(key, pending);
     }
     return pending;
   }
 
-  /** Alien vdisks with their owner names. */
-  alienVdisks(): Array<{ owner: string; vdisk: Vdisk }> {
-    return [...this.vdisks.entries()].map(([k, vdisk]) => ({ owner: k.slice(0, k.lastIndexOf('/')), vdisk }));
-  }
-
-  /** The alien vdisks of vdisk `id`, of every owner (looked up on every read: kept by id). */
-  alienVdisksOf(id: number): ReadonlyArray<{ owner: string; vdisk: Vdisk }> {
-    if (this.byId === null) {
-      this.byId = new Map();
-      for (const a of this.alienVdisks()) {
-        const list = this.byId.get(a.vdisk.id);
-        if (list) list.push(a);
-        else this.byId.set(a.vdisk.id, [a]);
-      }
-    }
-    return this.byId.get(id) ?? NONE;
-  }
-
-  /** Whether an alien vdisk of `id` (of any owner) holds partitions. */
-  servesVdisk(id: number): boolean {
-    for (const a of this.alienVdisksOf(id)) if (a.vdisk.hasPartitions) return true;
-    return false;
-  }
-
-  /** The alien vdisk of (owner, vdisk) if it is open and holds partitions. */
-  heldFor(owner: string, vdisk: number): Vdisk | undefined {
-    const g = this.vdisks.get(`${owner}/${vdisk}`);
-    return g?.hasPartitions ? g : undefined;
-  }
-
-  allVdisks(): Vdisk[] {
-    return [...this.vdisks.values()];
-  }
-
   // --------------------------------------------------------------- helpers
-
-  private add(key: string, v: Vdisk): void {
-    this.vdisks.set(key, v);
-    if (!this.alien) this.replicas.set(v.id, v);
-    this.byId = null;
-  }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.serial.then(fn, fn);
@@ -308,15 +244,12 @@ export class Disk {
   }
 
   private async stopVdisks(): Promise<Error[]> {
-    const entries = [...this.vdisks.entries()];
-    this.vdisks.clear();
-    this.replicas.clear();
-    this.byId = null;
+    const all = this.vdisks.clear();
     // A vdisk that never finished opening knows only part of its records.
-    const serving = entries.filter(([, g]) => g.isOpen);
-    const errs = await Promise.all(entries.map(([, g]) => g.stop()));
+    const serving = this.alien ? [] : all.filter((v) => v.isOpen);
+    const errs = await Promise.all(all.map((v) => v.stop()));
     // After stop: the writes in flight are done and counted.
-    for (const [key, g] of serving) this.bounds.set(key, g.newestPossible);
+    for (const v of serving) this.bounds.set(v.id, v.newestPossible);
     return errs.flat();
   }
 
@@ -335,52 +268,19 @@ export class Disk {
   }
 
   /**
-   * Checks the disk's identity; true when it is this node's disk, false for
-   * a disk never initialised (no identity, not in the node's record: the
-   * caller initialises it or not). Throws a refusal otherwise.
+   * Checks the disk's identity (checkIdentity): true when it is this node's
+   * disk, false for a disk never initialised; throws when it is refused.
    */
   private async checkIdentity(identity: NonNullable<DiskOptions['identity']>, hasRoot: boolean): Promise<boolean> {
-    const { node, disk, state } = identity;
-    const where = this.options.diskPath;
-    let found: DiskIdentity | null;
-    try {
-      found = await readIdentity(where);
-    } catch (err) {
-      throw this.refuse('unreadable_identity', `disk ${disk} at ${where}: ${(err as Error).message}`);
-    }
-    const known = state.idOf(disk);
-    if (found) {
-      if (found.node !== node || found.disk !== disk) {
-        throw this.refuse('foreign_identity', `disk ${disk} at ${where} holds disk ${found.disk} of node ${found.node} (${IDENTITY_FILE}); nothing is written there`);
-      }
-      if (known !== undefined && known !== found.id) {
-        throw this.refuse('foreign_identity', `disk ${disk} at ${where} has id ${found.id}, but this node initialised disk ${disk} with id ${known}: another disk of that name; nothing is written there`);
-      }
-      if (!this.alien) await state.record(disk, found.id);
-      this.unrefuse();
-      return true;
-    }
-    if (known !== undefined || this.alien) {
-      throw this.refuse(
-        'no_identity',
-        `disk ${disk} at ${where} has no ${IDENTITY_FILE}, but this node initialised it (id ${known ?? 'unknown'}): not mounted, or replaced? ` +
-          `Nothing is written there. Mount it, or accept an empty replacement with POST /disks/${disk}/accept`,
-      );
-    }
-    // A disk prepared before identities existed (bob's, or an earlier Oyster's): its data makes it this node's.
-    if (hasRoot) {
-      await this.initialise(identity);
-      this.options.log.info({ disk, path: where }, `disk ${disk}: data without an identity; ${IDENTITY_FILE} written`);
-      return true;
-    }
-    return false;
+    const verdict = await checkIdentity({ ...identity, diskPath: this.options.diskPath, alien: this.alien, hasRoot });
+    if (typeof verdict === 'object') throw this.refuse(verdict.reason, verdict.message);
+    if (verdict === 'adopted') this.options.log.info({ disk: identity.disk, path: this.options.diskPath }, `disk ${identity.disk}: data without an identity; ${IDENTITY_FILE} written`);
+    if (verdict !== 'new') this.unrefuse();
+    return verdict !== 'new';
   }
 
   private async initialise({ node, disk, state }: NonNullable<DiskOptions['identity']>): Promise<void> {
-    const id = newIdentity(node, disk);
-    await writeIdentity(this.options.diskPath, id);
-    await state.record(disk, id.id);
-    this.unrefuse();
+    await initialiseDisk(this.options.diskPath, node, disk, state).then(() => this.unrefuse());
   }
 
   private refuse(reason: Refusal['reason'], message: string): Error {
@@ -398,10 +298,12 @@ export class Disk {
   }
 
   /**
-   * Accepts an empty disk found in place of one this node initialised (a
-   * replaced disk): gives it a new identity, records it, and starts it; its
-   * vdisks are then refilled by anti-entropy. Rejects with Conflict unless
-   * the disk was refused and holds no data.
+   * Accepts the disk found in place of one this node initialised (a replaced
+   * disk, or one restored from a copy): gives it a new identity, records
+   * it, and starts it; anti-entropy then brings its vdisks up to date.
+   * Rejects with Conflict unless the disk is refused — and, when it carries
+   * another disk's identity, unless it holds no data: another node's disk
+   * mounted by mistake is never taken over.
    */
   accept(): Promise<void> {
     return this.exclusive(async () => {
@@ -409,18 +311,18 @@ export class Disk {
       if (!identity || this.alien) throw errors.conflict(`disk ${this.name} has no identity to accept`);
       if (this._refusal === null) throw errors.conflict(`disk ${this.name} is not refused: nothing to accept`);
       const entries = await fs.promises.readdir(this.options.root).catch(() => [] as string[]);
-      if (entries.length > 0) {
-        throw errors.conflict(`disk ${this.name} at ${this.options.diskPath} holds data in ${this.options.root}: only an empty disk can be accepted as a replacement`);
+      if (this._refusal.reason !== 'no_identity' && entries.length > 0) {
+        throw errors.conflict(`disk ${this.name} at ${this.options.diskPath} holds another disk's identity and data in ${this.options.root}: it is not taken over; wipe it first`);
       }
       await this.initialise(identity);
-      this.options.log.warn({ disk: this.name, path: this.options.diskPath }, `disk ${this.name} accepted as a replacement; anti-entropy refills it from the other replicas`);
+      this.options.log.warn({ disk: this.name, path: this.options.diskPath }, `disk ${this.name} accepted as a replacement; anti-entropy brings it up to date from the other replicas`);
     }).then(() => this.start(true));
   }
 
-  /** Vdisks keyed "<vdisk>" (normal) or "<owner>/<vdisk>" (alien). */
-  private async discoverVdisks(): Promise<Array<[string, Vdisk]>> {
+  /** The vdisks found on the disk, with their owners for alien ones. */
+  private async discoverVdisks(): Promise<Array<[string | undefined, Vdisk]>> {
     if (!this.options.alien) {
-      return this.options.vdisks.map((v) => [`${v}`, this.options.makeVdisk(path.join(this.options.root, String(v)), v)]);
+      return this.options.vdisks.map((v) => [undefined, this.options.makeVdisk(path.join(this.options.root, String(v)), v)]);
     }
     const found: Array<[string, Vdisk]> = [];
     for (const owner of await fs.promises.readdir(this.options.root, { withFileTypes: true })) {
@@ -432,7 +334,7 @@ export class Disk {
           this.options.log.warn({ disk: this.name, dir: path.join(ownerDir, v.name) }, 'ignoring alien directory: no such owner node or vdisk');
           continue;
         }
-        found.push([`${owner.name}/${vdisk}`, this.options.makeVdisk(path.join(ownerDir, v.name), vdisk)]);
+        found.push([owner.name, this.options.makeVdisk(path.join(ownerDir, v.name), vdisk)]);
       }
     }
     return found;
@@ -457,11 +359,9 @@ export class Disk {
 
   /** Looks at the free space and changes `writable` when it crossed min_free_space (logged once per change). */
   private async checkSpace(): Promise<void> {
-    const st = await fs.promises.statfs(this.options.root).catch(() => null);
-    if (!st) return; // the monitor's stat of the root reports a disk that is gone
-    const free = st.bavail * st.bsize;
-    const m = this.options.minFreeSpace;
-    const min = 'bytes' in m ? m.bytes : Math.ceil((st.blocks * st.bsize * m.percent) / 100);
+    const space = await freeSpace(this.options.root, this.options.minFreeSpace);
+    if (!space) return; // the monitor's stat of the root reports a disk that is gone
+    const { free, min } = space;
     const writable = free >= min;
     this.fullness = `${this.name}: ${mib(free)} free, below min_free_space (${mib(min)}); writes resume once space is freed`;
     if (writable === this._writable) return;
@@ -490,23 +390,4 @@ export class Disk {
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     this.monitorTimer = null;
   }
-}
-
-// Which failures mean "this disk is gone or broken" (the disk goes NotReady
-// and is retried later) rather than a problem of one request.
-const DEVICE_ERRNO = new Set(['EIO', 'ENOENT', 'ENOTDIR', 'EROFS', 'ENODEV', 'ENXIO', 'ESTALE', 'EACCES', 'EPERM', 'EBADF']);
-
-export function isDiskFailure(err: unknown): boolean {
-  if (isEngineError(err, EngineErrorCode.io)) return err.syscallCode !== undefined && DEVICE_ERRNO.has(err.syscallCode);
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return typeof code === 'string' && DEVICE_ERRNO.has(code);
-}
-
-const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
-
-/** Whether the disk (or the user's quota on it) is full: the request fails, the disk stays in service. */
-export function isNoSpace(err: unknown): boolean {
-  if (isEngineError(err, EngineErrorCode.io)) return err.syscallCode !== undefined && NO_SPACE_ERRNO.has(err.syscallCode);
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return typeof code === 'string' && NO_SPACE_ERRNO.has(code);
 }

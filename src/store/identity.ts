@@ -25,6 +25,65 @@ export interface DiskIdentity {
   created: string;
 }
 
+export const REFUSAL_REASONS = ['no_identity', 'foreign_identity', 'unreadable_identity'] as const;
+
+/** Why a disk is kept out of service until an operator acts (or mounts it). */
+export interface Refusal {
+  /** no_identity: initialised by this node but found without its identity (not mounted, replaced); foreign_identity: another node's or disk's; unreadable_identity. */
+  reason: (typeof REFUSAL_REASONS)[number];
+  message: string;
+}
+
+/**
+ * Whether the disk at `diskPath` may serve as `disk` of `node`: 'ours' (its
+ * identity says so), 'adopted' (no identity, unknown to the record, but it
+ * holds a root directory: bob's disk or one from before identities — its
+ * identity is written now), 'new' (never initialised: the caller initialises
+ * it or not), or the refusal. The alien directory on a disk never
+ * initialises or adopts it: it follows the disk.
+ */
+export async function checkIdentity(o: { diskPath: string; node: string; disk: string; state: NodeState; alien: boolean; hasRoot: boolean }): Promise<'ours' | 'adopted' | 'new' | Refusal> {
+  const { diskPath: where, node, disk, state } = o;
+  let found: DiskIdentity | null;
+  try {
+    found = await readIdentity(where);
+  } catch (err) {
+    return { reason: 'unreadable_identity', message: `disk ${disk} at ${where}: ${(err as Error).message}` };
+  }
+  const known = state.idOf(disk);
+  if (found) {
+    if (found.node !== node || found.disk !== disk) {
+      return { reason: 'foreign_identity', message: `disk ${disk} at ${where} holds disk ${found.disk} of node ${found.node} (${IDENTITY_FILE}); nothing is written there` };
+    }
+    if (known !== undefined && known !== found.id) {
+      return {
+        reason: 'foreign_identity',
+        message: `disk ${disk} at ${where} has id ${found.id}, but this node initialised disk ${disk} with id ${known}: another disk of that name; nothing is written there`,
+      };
+    }
+    if (!o.alien) await state.record(disk, found.id);
+    return 'ours';
+  }
+  if (known !== undefined || o.alien) {
+    return {
+      reason: 'no_identity',
+      message:
+        `disk ${disk} at ${where} has no ${IDENTITY_FILE}, but this node initialised it (id ${known ?? 'unknown'}): not mounted, or replaced? ` +
+        `Nothing is written there. Mount it, or accept a replacement (empty, or restored from a copy) with POST /disks/${disk}/accept`,
+    };
+  }
+  if (!o.hasRoot) return 'new';
+  await initialiseDisk(where, node, disk, state);
+  return 'adopted';
+}
+
+/** Gives the disk a new identity and records it. */
+export async function initialiseDisk(diskPath: string, node: string, disk: string, state: NodeState): Promise<void> {
+  const id = newIdentity(node, disk);
+  await writeIdentity(diskPath, id);
+  await state.record(disk, id.id);
+}
+
 export function newIdentity(node: string, disk: string): DiskIdentity {
   return { format: FORMAT, node, disk, id: crypto.randomUUID(), created: new Date().toISOString() };
 }

@@ -103,14 +103,14 @@ export class NodeStore implements NodeApi {
   servingReplica(vdisk: number): LocalReplica {
     const local = this.localReplicas(vdisk);
     if (local.length === 0) throw errors.noReplica(this.name, vdisk);
-    const ready = local.find((l) => l.disk.isReady && l.disk.vdisk(vdisk));
+    const ready = local.find((l) => l.disk.isReady && l.disk.vdisks.replica(vdisk));
     if (!ready) throw errors.diskNotReady(local.map((l) => l.disk.name).join(', '));
     return ready;
   }
 
   /** Whether alien copies of the vdisk's records may be here (an alien partition of it is open). */
   holdsAliens(vdisk: number): boolean {
-    return this.alien.isReady && this.alien.servesVdisk(vdisk);
+    return this.alien.isReady && this.alien.vdisks.holdsAliensOf(vdisk);
   }
 
   // ------------------------------------------------------------ the contract
@@ -275,7 +275,7 @@ export class NodeStore implements NodeApi {
     }
     // Asked for alien copies alone, an alien directory out of service cannot say what it holds.
     if (source === 'alien' && !this.alien.isReady) out.push(new AlienPlace(this.alien, null));
-    for (const { owner, vdisk: v } of this.alien.isReady ? this.alien.alienVdisksOf(vdisk) : []) {
+    for (const { owner, vdisk: v } of this.alien.isReady ? this.alien.vdisks.aliensOf(vdisk) : []) {
       if (source !== 'normal' || owner === this.name) out.push(new AlienPlace(this.alien, v));
     }
     return out;
@@ -359,7 +359,7 @@ export class LocalReplica implements Place {
 
   /** The replica's Vdisk; throws DCIsNotAvailable while its disk is out of service. */
   vdisk(): Vdisk {
-    const v = this.disk.vdisk(this.id);
+    const v = this.disk.vdisks.replica(this.id);
     if (!v) throw errors.diskNotReady(this.disk.name);
     return v;
   }

@@ -98,13 +98,7 @@ export class PartitionList {
     let name = partitionDirName(start, this.o.hash);
     for (let n = 2; this.attached.some((p) => p.dirName === name); n++) name = partitionDirName(start, `${this.o.hash}-${n}`);
     // Concurrent writes into a new partition open it once.
-    let pending = this.creating.get(name);
-    if (pending) return pending;
-    pending = this.open(name).finally(() => this.creating.delete(name));
-    this.creating.set(name, pending);
-    const p = await pending;
-    this.replace([...this.attached, p]);
-    return p;
+    return this.creating.get(name) ?? this.attachOne(name);
   }
 
   /** The attached partitions with their record counts. */
@@ -151,6 +145,10 @@ export class PartitionList {
     }
     const names = (await partitionDirs(this.o.dir)).filter((n) => parsePartitionName(n)?.start === start);
     if (names.length === 0) throw this.notFound(start);
+    // Attached meanwhile, or being created by a write.
+    if (this.attached.some((p) => p.start === start) || names.some((n) => this.creating.has(n))) {
+      throw errors.conflict(`partition with timestamp ${start} is already attached to vdisk ${this.o.id}`);
+    }
     return this.attachNames(names);
   }
 
@@ -160,8 +158,9 @@ export class PartitionList {
    * place). Returns the names attached.
    */
   async attachAll(): Promise<string[]> {
-    const attached = new Set(this.attached.map((p) => p.dirName));
-    return this.attachNames((await partitionDirs(this.o.dir)).filter((n) => !attached.has(n) && !this.creating.has(n)));
+    const names = await partitionDirs(this.o.dir);
+    // Decided after the listing: a partition created meanwhile is not opened twice.
+    return this.attachNames(names.filter((n) => !this.attached.some((p) => p.dirName === n) && !this.creating.has(n)));
   }
 
   /** Detaches (closes) the partitions that start at `start`; the current one cannot be detached. */
@@ -238,9 +237,24 @@ export class PartitionList {
   }
 
   private async attachNames(names: string[]): Promise<string[]> {
-    const opened = await Promise.all(names.map((n) => this.open(n)));
-    this.replace([...this.attached, ...opened]);
+    await Promise.all(names.map((n) => this.attachOne(n)));
     return names;
+  }
+
+  /**
+   * Opens partition directory `name` and attaches it. Until it is attached
+   * the opening stands in `creating`, so that no other path (a write's new
+   * partition, attachAll) opens the same directory a second time: two
+   * engines on one directory would lose writes when one is dropped.
+   */
+  private attachOne(name: string): Promise<Partition> {
+    const opening = (async () => {
+      const p = await this.open(name);
+      this.replace([...this.attached, p]);
+      return p;
+    })().finally(() => this.creating.delete(name));
+    this.creating.set(name, opening);
+    return opening;
   }
 
   /** Detaches and closes `partitions`; returns the errors of those that did not close cleanly. */

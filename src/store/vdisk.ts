@@ -190,6 +190,8 @@ export class Vdisk {
         await Promise.all(
           older.map((o, i) => {
             const r = found[i][0];
+            // Sealed meanwhile (being handed over, then removed): the tombstone in `p` covers it.
+            if (o.sealed || !this.partitions.all.includes(o)) return undefined;
             return r?.kind === 'found' && compareRecords(r, tombstone) < 0 ? o.write((e) => e.delete(key, version)) : undefined;
           }),
         );

@@ -51,6 +51,7 @@ t.test('a node.yaml with every key', async (t) => {
     hostnameResolvePeriodMs: 5000,
     httpMaxBodySize: 100 * MiB,
     minFreeSpace: { bytes: 2 * GiB },
+    stateDir: '/var/lib/oyster',
     pearl: {
       maxBlobSize: 1e9,
       maxDataInBlob: 10000,
@@ -115,6 +116,7 @@ t.test('defaults of every optional key', async (t) => {
     hostnameResolvePeriodMs: 5000,
     httpMaxBodySize: 100 * MiB,
     minFreeSpace: { percent: 1 },
+    stateDir: undefined,
     pearl: {
       maxBlobSize: 1_000_000_000,
       maxDataInBlob: 1_000_000,

@@ -21,7 +21,7 @@ export function alienRoutes(d: RestDeps): Router {
   // write reopens what it needs.
   router.post('/alien/detach', async (ctx) => {
     if (alien.isReady) {
-      for (const { vdisk } of alien.alienVdisks()) await alien.use(() => vdisk.admin((ps) => ps.detachAll()));
+      for (const { vdisk } of alien.vdisks.aliens()) await alien.use(() => vdisk.admin((ps) => ps.detachAll()));
     }
     reply(ctx, 200, true, '');
   });

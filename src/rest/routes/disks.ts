@@ -58,7 +58,7 @@ export function diskRoutes(d: RestDeps): Router {
     for (const c of [...store.disks, store.alien]) {
       if (!c.isReady) continue;
       // An explicit request does not wait for partitions to be idle.
-      for (const v of c.allVdisks()) await c.use(() => v.admin((ps) => ps.closeOutdatedActiveBlobs(now, 0)));
+      for (const v of c.vdisks.all()) await c.use(() => v.admin((ps) => ps.closeOutdatedActiveBlobs(now, 0)));
     }
     reply(ctx, 200, true, 'Successfully removed outdated blobs');
   });

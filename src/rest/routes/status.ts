@@ -55,7 +55,7 @@ export function statusRoutes(d: RestDeps): Router {
     const byDisk: Record<string, number> = {};
     for (const c of [...d.store.disks, d.store.alien]) {
       let bytes = 0;
-      for (const v of c.allVdisks()) for (const p of v.partitions.all) bytes += (await p.engine.stats()).diskBytes;
+      for (const v of c.vdisks.all()) for (const p of v.partitions.all) bytes += (await p.engine.stats()).diskBytes;
       byDisk[c.name] = (byDisk[c.name] ?? 0) + bytes;
     }
     ctx.body = {

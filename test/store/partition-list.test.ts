@@ -1,0 +1,34 @@
+// PartitionList opens each partition directory once, however a write's new
+// partition and an attachAll (the alien hand-off, a refill) meet: two engines
+// on one directory would lose the writes of one when the other is dropped.
+import t from 'tap';
+import { PartitionList } from '../../src/store/partition-list';
+import { tempDir } from '../helpers/tmpdir';
+
+t.test('concurrent partition creation and attachAll open every directory once', async (t) => {
+  const dir = tempDir(t);
+  const list = new PartitionList(
+    { dir, id: 0, hash: 'h', blobPrefix: 'bob', periodSeconds: 100, roundStarts: true, engine: { keySize: 8 }, openAttempts: 1, openRetryDelayMs: 0, idleCloseMs: 10_000 },
+    () => undefined,
+  );
+  await list.openAll();
+  t.teardown(() => list.closeAll());
+  const base = 1_700_000_000; // a multiple of 100
+  for (let round = 0; round < 20; round++) {
+    const ts = base + round * 100;
+    // Writes of a new period, and attachAll calls landing all through the opening of its partition.
+    const creating = Promise.all([list.partitionFor(ts), list.partitionFor(ts + 1)]);
+    let done = false;
+    void creating.then(() => (done = true));
+    const attaching: Array<Promise<string[]>> = [];
+    while (!done) {
+      attaching.push(list.attachAll());
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all([creating, ...attaching, list.partitionFor(ts + 2)]);
+  }
+  const names = list.all.map((p) => p.dirName);
+  t.equal(names.length, 20, 'one partition per period');
+  t.equal(new Set(names).size, names.length, 'no directory attached twice');
+  t.same((await list.attachAll()).length, 0, 'nothing left to attach');
+});
