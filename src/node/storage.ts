@@ -1,8 +1,8 @@
 // Builds this node's storage (disks, vdisks, partitions) from its
 // configuration: where every directory is and how partitions are named.
 import path from 'node:path';
-import { Disk, DiskState, Refusal } from '../store/disk';
-import { NodeState } from '../store/identity';
+import { Disk, DiskState } from '../store/disk';
+import { NodeState, Refusal } from '../store/identity';
 import { NodeStore } from '../store/node-store';
 import { StorageObserver, Vdisk } from '../store/vdisk';
 import { Topology } from '../model/topology';

@@ -13,8 +13,10 @@ import { errors, OysterError } from '../model/errors';
 import { checkIdentity, IDENTITY_FILE, initialiseDisk, NodeState, Refusal } from './identity';
 import { Vdisk } from './vdisk';
 import { VdiskTable } from './vdisk-table';
+import { Backoff } from './backoff';
 
-export { REFUSAL_REASONS, type Refusal } from './identity';
+// The bound of an alien vdisk that never finished opening: it could hold anything.
+const UNKNOWN: Version = { timestamp: Number.MAX_SAFE_INTEGER, tick: 0, node: 0 };
 
 export type DiskState = 'NotReady' | 'Initialized' | 'Ready';
 
@@ -58,19 +60,25 @@ export class Disk {
   // Vdisk.newestPossible of the replicas that were serving when the disk
   // went out of service: reads may rely on it while the disk is down.
   private bounds = new Map<number, Version>();
+  // Of the alien directory: the alien vdisks that held records when it went
+  // out of service, with their bounds (nothing is written there while it is
+  // down); null until it has served once since the node started.
+  private heldWhenDown: Array<{ owner: string; id: number; bound: Version }> | null = null;
   private creating = new Map<string, Promise<Vdisk>>();
   private serial: Promise<unknown> = Promise.resolve();
   private operatorStopped = false;
   private closed = false;
-  private retryTimer: NodeJS.Timeout | null = null;
-  private retryAttempt = 0;
+  private readonly retry: Backoff;
   private monitorTimer: NodeJS.Timeout | null = null;
   private _writable = true;
   private _refusal: Refusal | null = null;
   // Why writes are refused, for the error of each refused write.
   private fullness = '';
 
-  constructor(readonly options: DiskOptions) {}
+  constructor(readonly options: DiskOptions) {
+    // A failed attempt schedules the next one.
+    this.retry = new Backoff(options.retryInitialMs, options.retryMaxMs, () => void this.start().catch(() => undefined));
+  }
 
   get name(): string {
     return this.options.name;
@@ -90,11 +98,7 @@ export class Disk {
     return this._refusal;
   }
 
-  /**
-   * Whether the disk takes writes: it had at least min_free_space free when
-   * last looked at (at start, every monitorIntervalMs, and after a write
-   * that found it full). Reads go on either way.
-   */
+  /** Whether the disk takes writes: it had min_free_space free when last looked at (every monitorIntervalMs, after an ENOSPC). */
   get writable(): boolean {
     return this._writable;
   }
@@ -104,15 +108,16 @@ export class Disk {
     return this.exclusive(async () => {
       if (byOperator) this.operatorStopped = false;
       if (this.closed || this._state === 'Ready') return;
-      this.cancelRetry();
+      this.retry.cancel();
       try {
         await this.checkDisk();
         this.setState('Initialized');
         for (const [owner, v] of await this.discoverVdisks()) this.vdisks.add(v, owner);
         for (const v of this.vdisks.all()) await v.run();
-        this.retryAttempt = 0;
+        this.retry.reset();
         await this.checkSpace();
         this.setState('Ready');
+        this.heldWhenDown = null;
         this.startMonitor();
       } catch (err) {
         await this.stopVdisks();
@@ -127,7 +132,7 @@ export class Disk {
   stop(byOperator = false): Promise<void> {
     return this.exclusive(async () => {
       if (byOperator) this.operatorStopped = true;
-      this.cancelRetry();
+      this.retry.cancel();
       await this.goNotReady(byOperator ? 'stopped by operator' : 'stopped');
     });
   }
@@ -135,7 +140,7 @@ export class Disk {
   /** For shutdown: stops timers and closes every vdisk; the disk is not used afterwards. */
   async close(): Promise<void> {
     this.closed = true;
-    this.cancelRetry();
+    this.retry.cancel();
     await this.exclusive(() => this.goNotReady('node shutting down'));
   }
 
@@ -201,6 +206,16 @@ export class Disk {
     return this.bounds.get(id) ?? null;
   }
 
+  /**
+   * While the alien directory is out of service: the owners whose alien
+   * copies of vdisk `id` it held when it went down, with an upper bound of
+   * their versions; null when that is not known (it has not served since the
+   * node started).
+   */
+  aliensHeldWhenDown(id: number): Array<{ owner: string; bound: Version }> | null {
+    return this.heldWhenDown?.filter((h) => h.id === id) ?? null;
+  }
+
   /** The alien vdisk of (owner, id), created on first use when `create`. */
   async alienVdisk(owner: string, id: number, create: boolean): Promise<Vdisk | undefined> {
     const v = this.vdisks.alien(owner, id);
@@ -237,19 +252,24 @@ export class Disk {
   private async goNotReady(reason: string): Promise<void> {
     this.stopMonitor();
     if (this._state === 'NotReady' && this.vdisks.size === 0) return;
+    const serving = this._state === 'Ready';
     this.setState('NotReady');
-    const errs = await this.stopVdisks();
+    const errs = await this.stopVdisks(serving);
     for (const e of errs) this.options.log.warn({ disk: this.name, err: e.message }, 'partition not closed cleanly');
     this.options.log.info({ disk: this.name, reason }, `disk ${this.name} out of service`);
   }
 
-  private async stopVdisks(): Promise<Error[]> {
+  /** Closes every vdisk; `serving`: the disk leaves service (what the alien directory held is kept). */
+  private async stopVdisks(serving = false): Promise<Error[]> {
+    const aliens = this.alien ? this.vdisks.aliens() : [];
     const all = this.vdisks.clear();
     // A vdisk that never finished opening knows only part of its records.
-    const serving = this.alien ? [] : all.filter((v) => v.isOpen);
+    const open = this.alien ? [] : all.filter((v) => v.isOpen);
+    const held = aliens.filter((a) => a.vdisk.hasPartitions || !a.vdisk.isOpen).map((a) => ({ ...a, known: a.vdisk.isOpen }));
     const errs = await Promise.all(all.map((v) => v.stop()));
     // After stop: the writes in flight are done and counted.
-    for (const v of serving) this.bounds.set(v.id, v.newestPossible);
+    for (const v of open) this.bounds.set(v.id, v.newestPossible);
+    if (this.alien && serving) this.heldWhenDown = held.map((a) => ({ owner: a.owner, id: a.vdisk.id, bound: a.known ? a.vdisk.newestPossible : UNKNOWN }));
     return errs.flat();
   }
 
@@ -273,28 +293,24 @@ export class Disk {
    */
   private async checkIdentity(identity: NonNullable<DiskOptions['identity']>, hasRoot: boolean): Promise<boolean> {
     const verdict = await checkIdentity({ ...identity, diskPath: this.options.diskPath, alien: this.alien, hasRoot });
-    if (typeof verdict === 'object') throw this.refuse(verdict.reason, verdict.message);
+    if (typeof verdict === 'object') {
+      this.setRefusal(verdict);
+      throw errors.diskNotReady(`${this.name}: refused: ${verdict.message}`);
+    }
     if (verdict === 'adopted') this.options.log.info({ disk: identity.disk, path: this.options.diskPath }, `disk ${identity.disk}: data without an identity; ${IDENTITY_FILE} written`);
-    if (verdict !== 'new') this.unrefuse();
+    if (verdict !== 'new') this.setRefusal(null);
     return verdict !== 'new';
   }
 
   private async initialise({ node, disk, state }: NonNullable<DiskOptions['identity']>): Promise<void> {
-    await initialiseDisk(this.options.diskPath, node, disk, state).then(() => this.unrefuse());
+    await initialiseDisk(this.options.diskPath, node, disk, state).then(() => this.setRefusal(null));
   }
 
-  private refuse(reason: Refusal['reason'], message: string): Error {
-    if (this._refusal?.message !== message) {
-      this._refusal = { reason, message };
-      this.options.onRefusal?.(this._refusal);
-    }
-    return errors.diskNotReady(`${this.name}: refused: ${message}`);
-  }
-
-  private unrefuse(): void {
-    if (this._refusal === null) return;
-    this._refusal = null;
-    this.options.onRefusal?.(null);
+  /** Records why the disk is refused (null: it is not), telling onRefusal of a change. */
+  private setRefusal(r: Refusal | null): void {
+    if (r?.message === this._refusal?.message) return;
+    this._refusal = r;
+    this.options.onRefusal?.(r);
   }
 
   /**
@@ -341,20 +357,9 @@ export class Disk {
   }
 
   private scheduleRetry(): void {
-    if (this.closed || this.retryTimer) return;
-    const delay = Math.min(this.options.retryMaxMs, this.options.retryInitialMs * 2 ** this.retryAttempt);
-    this.retryAttempt++;
-    this.options.log.info({ disk: this.name, delayMs: delay }, `retrying disk ${this.name} later`);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      this.start().catch(() => undefined); // a failure schedules the next attempt
-    }, delay);
-    this.retryTimer.unref();
-  }
-
-  private cancelRetry(): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    if (this.closed) return;
+    const delay = this.retry.schedule();
+    if (delay !== null) this.options.log.info({ disk: this.name, delayMs: delay }, `retrying disk ${this.name} later`);
   }
 
   /** Looks at the free space and changes `writable` when it crossed min_free_space (logged once per change). */

@@ -273,11 +273,18 @@ export class NodeStore implements NodeApi {
       if (source === 'normal' && local.length === 0) throw errors.noReplica(this.name, vdisk);
       out.push(...local);
     }
-    // Asked for alien copies alone, an alien directory out of service cannot say what it holds.
-    if (source === 'alien' && !this.alien.isReady) out.push(new AlienPlace(this.alien, null));
-    for (const { owner, vdisk: v } of this.alien.isReady ? this.alien.vdisks.aliensOf(vdisk) : []) {
-      if (source !== 'normal' || owner === this.name) out.push(new AlienPlace(this.alien, v));
+    const wanted = (owner: string) => source !== 'normal' || owner === this.name;
+    if (this.alien.isReady) {
+      for (const { owner, vdisk: v } of this.alien.vdisks.aliensOf(vdisk)) if (wanted(owner)) out.push(new AlienPlace(this.alien, v, null));
+      return out;
     }
+    // Out of service, the alien directory holds what it held when it went
+    // down (nothing is written there meanwhile): those places fail, so an
+    // answer stands only when it is newer than what they hold — and when it
+    // is not known what they hold, no answer stands.
+    const held = this.alien.aliensHeldWhenDown(vdisk);
+    if (held === null) out.push(new AlienPlace(this.alien, null, null));
+    else for (const h of held) if (wanted(h.owner)) out.push(new AlienPlace(this.alien, null, h.bound));
     return out;
   }
 }
@@ -297,10 +304,12 @@ class AlienPlace implements Place {
   constructor(
     private readonly alien: Disk,
     private readonly vdisk: Vdisk | null,
+    /** What the place held when the alien directory went out of service. */
+    private readonly held: Version | null,
   ) {}
 
-  bound(): null {
-    return null;
+  bound(): Version | null {
+    return this.held;
   }
 
   run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
