@@ -50,6 +50,8 @@ export class PartitionList {
   private attached: Partition[] = [];
   private set = new EngineSet([]);
   private creating = new Map<string, Promise<Partition>>();
+  // Directories being removed (drop, dropSealed): their names are not reused meanwhile.
+  private removing = new Set<string>();
 
   constructor(
     private readonly o: PartitionListOptions,
@@ -96,7 +98,9 @@ export class PartitionList {
     const start = this.o.roundStarts ? partitionStart(timestamp, this.o.periodSeconds) : timestamp;
     // A sealed partition may still hold the usual name: number the new one.
     let name = partitionDirName(start, this.o.hash);
-    for (let n = 2; this.attached.some((p) => p.dirName === name); n++) name = partitionDirName(start, `${this.o.hash}-${n}`);
+    // So may one whose directory is being removed: its files must not be the new partition's.
+    const taken = (n: string) => this.attached.some((p) => p.dirName === n) || this.removing.has(n);
+    for (let n = 2; taken(name); n++) name = partitionDirName(start, `${this.o.hash}-${n}`);
     // Concurrent writes into a new partition open it once.
     return this.creating.get(name) ?? this.attachOne(name);
   }
@@ -143,7 +147,7 @@ export class PartitionList {
     if (this.attached.some((p) => p.start === start)) {
       throw errors.conflict(`partition with timestamp ${start} is already attached to vdisk ${this.o.id}`);
     }
-    const names = (await partitionDirs(this.o.dir)).filter((n) => parsePartitionName(n)?.start === start);
+    const names = (await partitionDirs(this.o.dir)).filter((n) => parsePartitionName(n)?.start === start && !this.removing.has(n));
     if (names.length === 0) throw this.notFound(start);
     // Attached meanwhile, or being created by a write.
     if (this.attached.some((p) => p.start === start) || names.some((n) => this.creating.has(n))) {
@@ -160,7 +164,7 @@ export class PartitionList {
   async attachAll(): Promise<string[]> {
     const names = await partitionDirs(this.o.dir);
     // Decided after the listing: a partition created meanwhile is not opened twice.
-    return this.attachNames(names.filter((n) => !this.attached.some((p) => p.dirName === n) && !this.creating.has(n)));
+    return this.attachNames(names.filter((n) => !this.attached.some((p) => p.dirName === n) && !this.creating.has(n) && !this.removing.has(n)));
   }
 
   /** Detaches (closes) the partitions that start at `start`; the current one cannot be detached. */
@@ -193,8 +197,7 @@ export class PartitionList {
     }
     const names = (await partitionDirs(this.o.dir)).filter((n) => parsePartitionName(n)?.start === start);
     if (names.length === 0) throw this.notFound(start);
-    throwFirst(await this.release(attached));
-    for (const n of names) await fs.promises.rm(path.join(this.o.dir, n), { recursive: true, force: true });
+    await this.remove(names, attached);
     return names;
   }
 
@@ -209,8 +212,7 @@ export class PartitionList {
   /** Removes a sealed partition whose records were delivered elsewhere. */
   async dropSealed(partition: Partition): Promise<void> {
     if (!partition.sealed || !this.attached.includes(partition)) return;
-    throwFirst(await this.release([partition]));
-    await fs.promises.rm(partition.dir, { recursive: true, force: true });
+    await this.remove([partition.dirName], [partition]);
   }
 
   /** Closes the active blobs of partitions whose period is over and that were not written recently. */
@@ -255,6 +257,22 @@ export class PartitionList {
     })().finally(() => this.creating.delete(name));
     this.creating.set(name, opening);
     return opening;
+  }
+
+  /**
+   * Detaches and closes `partitions` and removes the directories `names`.
+   * The names stay taken until the directories are gone: a write of their
+   * period meanwhile gets a partition of its own, whose files the removal
+   * cannot take with it.
+   */
+  private async remove(names: string[], partitions: readonly Partition[]): Promise<void> {
+    for (const n of names) this.removing.add(n);
+    try {
+      throwFirst(await this.release(partitions));
+      for (const n of names) await fs.promises.rm(path.join(this.o.dir, n), { recursive: true, force: true });
+    } finally {
+      for (const n of names) this.removing.delete(n);
+    }
   }
 
   /** Detaches and closes `partitions`; returns the errors of those that did not close cleanly. */

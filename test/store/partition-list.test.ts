@@ -32,3 +32,30 @@ t.test('concurrent partition creation and attachAll open every directory once', 
   t.equal(new Set(names).size, names.length, 'no directory attached twice');
   t.same((await list.attachAll()).length, 0, 'nothing left to attach');
 });
+
+t.test('a write of the period of a partition being dropped gets a partition of its own, which survives the drop', async (t) => {
+  const dir = tempDir(t);
+  const list = new PartitionList(
+    { dir, id: 0, hash: 'h', blobPrefix: 'bob', periodSeconds: 100, roundStarts: false, engine: { keySize: 8 }, openAttempts: 1, openRetryDelayMs: 0, idleCloseMs: 10_000 },
+    () => undefined,
+  );
+  await list.openAll();
+  t.teardown(() => list.closeAll());
+  const key = Buffer.alloc(8, 7);
+  let lost = 0;
+  for (let round = 0; round < 20; round++) {
+    const ts = 1_700_000_000 + round * 1000;
+    const sealed = await list.partitionFor(ts);
+    await sealed.write((e) => e.put(key, { timestamp: ts, tick: 1, node: 1 }, Buffer.from('old')));
+    await list.seal(sealed);
+    // The hand-off drops the sealed partition while a write of its period arrives.
+    const dropping = list.dropSealed(sealed);
+    await new Promise((r) => setImmediate(r));
+    const fresh = await list.partitionFor(ts);
+    await fresh.write((e) => e.put(key, { timestamp: ts, tick: 2, node: 1 }, Buffer.from('new')));
+    await dropping;
+    const r = await list.engines.getNewest(key);
+    if (r?.kind !== 'found' || r.value.toString() !== 'new') lost++;
+  }
+  t.equal(lost, 0, 'the record written during the drop is still there after it, every round');
+});
