@@ -70,3 +70,32 @@ t.test('a disk with data and no identity is adopted; the identity and the record
   t.not(adopted.id, first.id, 'with a new identity');
   t.ok(node.output.some((l) => l.includes('data without an identity')), 'and a line saying so');
 });
+
+t.test('restarted with --init-folders on the empty mount point of its disk, a node refuses it and says 503, never 404', async (t) => {
+  const dir = tempDir(t);
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 });
+  const disk = files.disks.n1.d1;
+  const rest = new Rest();
+  t.teardown(() => rest.close());
+  let node = await startNode(files, 'n1');
+  t.equal((await rest.request(node.url, 'POST', '/data/8', Buffer.from('on the real disk'))).status, 201);
+  await node.stop();
+  // The disk is not mounted: its mount point is an empty directory.
+  const real = `${disk}.real`;
+  fs.renameSync(disk, real);
+  fs.mkdirSync(disk);
+  node = await startNode(files, 'n1'); // with --init-folders, as the packaged unit
+  t.teardown(() => node.stop());
+  t.equal((await rest.request(node.url, 'GET', '/data/8')).status, 503, 'its key: 503, not 404');
+  t.equal((await rest.request(node.url, 'POST', '/data/9', Buffer.from('x'))).status, 503, 'a write: 503, nothing lands on the root file system');
+  t.same(fs.readdirSync(disk), [], 'the mount point stays empty');
+  // Mounted again: the node takes it back by itself (the retry finds its identity).
+  fs.rmdirSync(disk);
+  fs.renameSync(real, disk);
+  let status = 0;
+  for (let i = 0; i < 60 && status !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    status = (await rest.request(node.url, 'GET', '/data/8')).status;
+  }
+  t.equal(status, 200, 'once mounted, its key is served again without a restart');
+});
