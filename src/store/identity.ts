@@ -95,14 +95,8 @@ export function newIdentity(node: string, disk: string): DiskIdentity {
  */
 export async function readIdentity(diskPath: string): Promise<DiskIdentity | null> {
   const file = path.join(diskPath, IDENTITY_FILE);
-  let text: string;
-  try {
-    text = await fs.promises.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-  const v = parse(text) as Partial<DiskIdentity> | null;
+  const v = (await readJson(file)) as Partial<DiskIdentity> | null | undefined;
+  if (v === undefined) return null;
   if (!v || typeof v.node !== 'string' || typeof v.disk !== 'string' || typeof v.id !== 'string' || typeof v.format !== 'number') {
     throw new Error(`${file} is not a disk identity`);
   }
@@ -136,14 +130,8 @@ export class NodeState {
   async load(): Promise<void> {
     if (this.file === null) return;
     await fs.promises.mkdir(path.dirname(this.file), { recursive: true });
-    let text: string;
-    try {
-      text = await fs.promises.readFile(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
-    const v = parse(text) as { node?: unknown; disks?: Record<string, unknown> } | null;
+    const v = (await readJson(this.file)) as { node?: unknown; disks?: Record<string, unknown> } | null | undefined;
+    if (v === undefined) return;
     if (!v || typeof v.disks !== 'object' || v.disks === null) throw new Error(`${this.file} is not an Oyster node state file`);
     if (v.node !== this.node) throw new Error(`${this.file} belongs to node ${JSON.stringify(v.node)}, not ${JSON.stringify(this.node)}`);
     for (const [name, id] of Object.entries(v.disks)) if (typeof id === 'string') this.disks.set(name, id);
@@ -164,7 +152,15 @@ export class NodeState {
   }
 }
 
-function parse(text: string): unknown {
+/** The JSON in `file`: undefined when there is no such file, null when it is not JSON. */
+async function readJson(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await fs.promises.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch {

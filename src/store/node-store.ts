@@ -77,10 +77,6 @@ export class NodeStore implements NodeApi {
     await Promise.all([...this.disks, this.alien].map((d) => d.close()));
   }
 
-  disk(name: string): Disk | undefined {
-    return this.byName.get(name);
-  }
-
   /** The disks named `name`: the local disk and, if the alien directory lives on it, the alien one. */
   disksNamed(name: string): Disk[] {
     return [...this.disks, this.alien].filter((d) => d.name === name);

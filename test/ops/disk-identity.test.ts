@@ -4,10 +4,19 @@
 // of its disks lives in state_dir.
 import fs from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
+import t, { Test } from 'tap';
 import { startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { Rest } from '../versions/lib';
+
+/** A one-node, one-disk cluster's files (the node not started) and a REST client. */
+async function oneDisk(t: Test) {
+  const dir = tempDir(t);
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 });
+  const rest = new Rest();
+  t.teardown(() => rest.close());
+  return { dir, files, disk: files.disks.n1.d1, rest };
+}
 
 interface DiskJson {
   name: string;
@@ -47,11 +56,7 @@ t.test("a disk holding another node's identity is refused and left untouched", a
 });
 
 t.test('a disk with data and no identity is adopted; the identity and the record survive restarts', async (t) => {
-  const dir = tempDir(t);
-  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 });
-  const disk = files.disks.n1.d1;
-  const rest = new Rest();
-  t.teardown(() => rest.close());
+  const { dir, files, disk, rest } = await oneDisk(t);
   let node = await startNode(files, 'n1');
   const first = JSON.parse(fs.readFileSync(path.join(disk, 'oyster-disk.json'), 'utf8')) as { node: string; disk: string; id: string };
   t.same([first.node, first.disk], ['n1', 'd1'], 'a new disk gets its identity at initialisation');
@@ -72,11 +77,7 @@ t.test('a disk with data and no identity is adopted; the identity and the record
 });
 
 t.test('restarted with --init-folders on the empty mount point of its disk, a node refuses it and says 503, never 404', async (t) => {
-  const dir = tempDir(t);
-  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 });
-  const disk = files.disks.n1.d1;
-  const rest = new Rest();
-  t.teardown(() => rest.close());
+  const { files, disk, rest } = await oneDisk(t);
   let node = await startNode(files, 'n1');
   t.equal((await rest.request(node.url, 'POST', '/data/8', Buffer.from('on the real disk'))).status, 201);
   await node.stop();

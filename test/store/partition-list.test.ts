@@ -1,18 +1,23 @@
 // PartitionList opens each partition directory once, however a write's new
 // partition and an attachAll (the alien hand-off, a refill) meet: two engines
 // on one directory would lose the writes of one when the other is dropped.
-import t from 'tap';
+import t, { Test } from 'tap';
 import { PartitionList } from '../../src/store/partition-list';
 import { tempDir } from '../helpers/tmpdir';
 
-t.test('concurrent partition creation and attachAll open every directory once', async (t) => {
-  const dir = tempDir(t);
+/** A PartitionList over a fresh directory, 100 s periods; `roundStarts` as for replicas, else as for aliens. */
+async function openList(t: Test, roundStarts: boolean): Promise<PartitionList> {
   const list = new PartitionList(
-    { dir, id: 0, hash: 'h', blobPrefix: 'bob', periodSeconds: 100, roundStarts: true, engine: { keySize: 8 }, openAttempts: 1, openRetryDelayMs: 0, idleCloseMs: 10_000 },
+    { dir: tempDir(t), id: 0, hash: 'h', blobPrefix: 'bob', periodSeconds: 100, roundStarts, engine: { keySize: 8 }, openAttempts: 1, openRetryDelayMs: 0, idleCloseMs: 10_000 },
     () => undefined,
   );
   await list.openAll();
   t.teardown(() => list.closeAll());
+  return list;
+}
+
+t.test('concurrent partition creation and attachAll open every directory once', async (t) => {
+  const list = await openList(t, true);
   const base = 1_700_000_000; // a multiple of 100
   for (let round = 0; round < 20; round++) {
     const ts = base + round * 100;
@@ -34,13 +39,7 @@ t.test('concurrent partition creation and attachAll open every directory once', 
 });
 
 t.test('a write of the period of a partition being dropped gets a partition of its own, which survives the drop', async (t) => {
-  const dir = tempDir(t);
-  const list = new PartitionList(
-    { dir, id: 0, hash: 'h', blobPrefix: 'bob', periodSeconds: 100, roundStarts: false, engine: { keySize: 8 }, openAttempts: 1, openRetryDelayMs: 0, idleCloseMs: 10_000 },
-    () => undefined,
-  );
-  await list.openAll();
-  t.teardown(() => list.closeAll());
+  const list = await openList(t, false);
   const key = Buffer.alloc(8, 7);
   let lost = 0;
   for (let round = 0; round < 20; round++) {
