@@ -1,4 +1,4 @@
-// npm run bench:replicas -- [--keys=1000000] [--value=1024] [--hung-gets=3000]
+// npm run bench:replicas -- [--keys=1000000] [--value=1024] [--hung-gets=3000] [--refill-rounds=3] [--only=anti-entropy,refill,hung]
 //
 // What keeping replicas in agreement costs, measured on real oysterd
 // processes (2 nodes sharing one vdisk; a third node for the hung replica):
@@ -9,8 +9,8 @@
 //    directories by the engine before the nodes start (as the nodes would
 //    have written them, with the same versions).
 // 2. Refilling an empty replica (a replaced disk) from the other, against
-//    `cp -r` of the same partition directory on the same file system, run
-//    just before on the same files.
+//    `cp -r` of the same partition directory on the same file system, in
+//    interleaved rounds.
 // 3. GET latency with one replica of three hung (SIGSTOP), against the same
 //    cluster healthy (3 nodes, 3 replicas, quorum 2, operation_timeout 1s).
 import { execFileSync } from 'node:child_process';
@@ -18,12 +18,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Engine } from '../src/store/engine';
 import { partitionStart } from '../src/store/partition';
-import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
-import { arg, benchDir, fmt, machine, restClient, table } from './lib';
+import { ClusterFiles, OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
+import { arg, benchDir, cpuSeconds, fmt, machine, restClient, table } from './lib';
 
 const KEYS = arg('keys', 1_000_000);
 const VALUE = arg('value', 1024);
 const HUNG_GETS = arg('hung-gets', 3000);
+const REFILL_ROUNDS = arg('refill-rounds', 3);
 const KEY_SIZE = 16;
 const TS = 1_700_000_000;
 
@@ -71,7 +72,7 @@ function dirBytes(dir: string): number {
   return n;
 }
 
-async function twoReplicas(seedBoth: boolean): Promise<{ start: () => Promise<OysterProcess[]>; vdiskDirs: string[]; dir: string }> {
+async function twoReplicas(seedBoth: boolean): Promise<{ start: () => Promise<OysterProcess[]>; vdiskDirs: string[]; dir: string; files: ClusterFiles }> {
   const dir = benchDir('replicas');
   const files = await writeCluster(
     dir,
@@ -81,7 +82,7 @@ async function twoReplicas(seedBoth: boolean): Promise<{ start: () => Promise<Oy
   const vdiskDirs = ['a', 'b'].map((n) => path.join(files.disks[n].disk1, 'bob', '0'));
   await seed(vdiskDirs[0]);
   if (seedBoth) await seed(vdiskDirs[1]);
-  return { start: () => Promise.all(['a', 'b'].map((n) => startNode(files, n))), vdiskDirs, dir };
+  return { start: () => Promise.all(['a', 'b'].map((n) => startNode(files, n))), vdiskDirs, dir, files };
 }
 
 async function antiEntropy(): Promise<string[]> {
@@ -106,37 +107,75 @@ async function antiEntropy(): Promise<string[]> {
   }
 }
 
+/** utime + stime of this process's waited-for children (cp, sync), in seconds. */
+function childCpuSeconds(): number {
+  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) / 100;
+}
+
+/**
+ * Rounds of: `cp -r` + sync of a's replica to a scratch directory, then b
+ * started on an emptied replica and refilled by its first pass. Interleaved,
+ * so that both see the same state of this machine's page cache and disk.
+ */
 async function refill(): Promise<string[]> {
-  const { start, vdiskDirs, dir } = await twoReplicas(false);
+  const { vdiskDirs, dir, files } = await twoReplicas(false);
   const bytes = dirBytes(vdiskDirs[0]);
-  const copy = path.join(dir, 'cp-copy');
-  const t0 = performance.now();
-  execFileSync('cp', ['-r', vdiskDirs[0], copy]);
-  execFileSync('sync', ['-f', copy]);
-  const cpSeconds = (performance.now() - t0) / 1000;
-  fs.rmSync(copy, { recursive: true, force: true });
-  const procs = await start();
+  const a = await startNode(files, 'a');
+  const rows: Array<Record<string, string>> = [];
+  const ratios: number[] = [];
   try {
-    // b's replica is empty: its first pass (as soon as it sees a) refills it.
-    const t1 = performance.now();
-    await until(
-      'b to be refilled',
-      async () => (await metric(procs[1].url, 'oyster_anti_entropy_last_pass_timestamp_seconds')) > 0 && (await metric(procs[1].url, 'oyster_anti_entropy_copied_bytes_total')) > 0,
-      600_000,
-    );
-    const wallSeconds = (performance.now() - t1) / 1000;
-    // The pass itself: digests, the files, the comparison of keys afterwards.
-    const passSeconds = await metric(procs[1].url, 'oyster_anti_entropy_last_pass_duration_seconds');
-    const refilled = dirBytes(vdiskDirs[1]);
-    return [
-      `- refill of an empty replica from the other (${fmt(bytes / 2 ** 20)} MiB of partition files, ${fmt(refilled / 2 ** 20)} MiB there afterwards): ` +
-        `the pass took ${fmt(passSeconds, 2)} s, ${fmt(bytes / 2 ** 20 / passSeconds)} MiB/s (${fmt(wallSeconds, 2)} s from the node's start, finding its peer included); ` +
-        `\`cp -r\` + sync of the same directory: ${fmt(cpSeconds, 2)} s, ${fmt(bytes / 2 ** 20 / cpSeconds)} MiB/s; refill / cp = ${fmt(cpSeconds / passSeconds, 2)}× (from the start: ${fmt(cpSeconds / wallSeconds, 2)}×)`,
-    ];
+    for (let round = 1; round <= REFILL_ROUNDS; round++) {
+      const copy = path.join(dir, 'cp-copy');
+      const cpu0 = childCpuSeconds();
+      const t0 = performance.now();
+      execFileSync('cp', ['-r', vdiskDirs[0], copy]);
+      execFileSync('sync', ['-f', copy]);
+      const cpSeconds = (performance.now() - t0) / 1000;
+      const cpCpu = childCpuSeconds() - cpu0;
+      fs.rmSync(copy, { recursive: true, force: true });
+
+      fs.rmSync(vdiskDirs[1], { recursive: true, force: true });
+      const aCpu0 = cpuSeconds(a.child.pid!);
+      const b = await startNode(files, 'b');
+      try {
+        // b's replica is empty: its first pass (as soon as it sees a) refills it.
+        await until(
+          'b to be refilled',
+          async () => (await metric(b.url, 'oyster_anti_entropy_last_pass_timestamp_seconds')) > 0 && (await metric(b.url, 'oyster_anti_entropy_copied_bytes_total')) > 0,
+          600_000,
+        );
+        // The pass itself: digests, the files, the comparison of keys afterwards.
+        const passSeconds = await metric(b.url, 'oyster_anti_entropy_last_pass_duration_seconds');
+        const nodesCpu = cpuSeconds(a.child.pid!) - aCpu0 + cpuSeconds(b.child.pid!);
+        if (dirBytes(vdiskDirs[1]) < bytes) throw new Error(`b holds ${dirBytes(vdiskDirs[1])} bytes after the refill, a ${bytes}`);
+        ratios.push(cpSeconds / passSeconds);
+        rows.push({
+          round: String(round),
+          'cp -r + sync s': fmt(cpSeconds, 2),
+          'cp MiB/s': fmt(bytes / 2 ** 20 / cpSeconds),
+          'cp CPU s': fmt(cpCpu, 2),
+          'refill pass s': fmt(passSeconds, 2),
+          'refill MiB/s': fmt(bytes / 2 ** 20 / passSeconds),
+          'both nodes CPU s': fmt(nodesCpu, 2),
+          'refill / cp': `${fmt(cpSeconds / passSeconds, 2)}×`,
+        });
+      } finally {
+        await b.stop();
+      }
+    }
   } finally {
-    await Promise.all(procs.map((p) => p.stop()));
+    await a.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  ratios.sort((x, y) => x - y);
+  return [
+    `Refill of an empty replica from the other (${fmt(bytes / 2 ** 20)} MiB of partition files), interleaved with \`cp -r\` + \`sync -f\` of the same directory on the same file system; ` +
+      `the refill is b's first anti-entropy pass (digests, whole files, keys compared afterwards); nodes' CPU counts b from its start:\n`,
+    table(rows),
+    `\nrefill / cp: median ${fmt(ratios[Math.floor(ratios.length / 2)], 2)}× (${fmt(ratios[0], 2)}–${fmt(ratios[ratios.length - 1], 2)}×)`,
+  ];
 }
 
 async function hungReplica(): Promise<Array<Record<string, string>>> {
@@ -186,10 +225,14 @@ async function hungReplica(): Promise<Array<Record<string, string>>> {
   }
 }
 
+// --only=anti-entropy,refill,hung runs a part of it.
+const ONLY = (process.argv.find((x) => x.startsWith('--only='))?.slice(7) ?? 'anti-entropy,refill,hung').split(',');
+
 async function main(): Promise<void> {
   console.log(`# Replicas benchmark\n\n${machine()}\n`);
-  for (const line of await antiEntropy()) console.log(line);
-  for (const line of await refill()) console.log(line);
+  if (ONLY.includes('anti-entropy')) for (const line of await antiEntropy()) console.log(line);
+  if (ONLY.includes('refill')) for (const line of await refill()) console.log(line);
+  if (!ONLY.includes('hung')) return;
   console.log('\nGET through n0 and n1 with 16 in flight, 1 KiB values, 3 nodes, 3 replicas, quorum 2, operation_timeout 1s:\n');
   console.log(table(await hungReplica()));
 }

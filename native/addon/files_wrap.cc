@@ -9,6 +9,7 @@
 #include "addon/addon_data.h"
 #include "addon/pool_op.h"
 #include "util/file_system.h"
+#include "util/uncached_io.h"
 
 namespace oyster {
 namespace {
@@ -61,12 +62,7 @@ class ReadOp final : public FileOp {
   }
 
  private:
-  Status Work() override {
-    std::unique_ptr<File> file;
-    Status s = OpenReadOnlyFile(path_, &file);
-    if (!s.ok()) return s;
-    return file->Read(offset_, size_, bytes_, &read_);
-  }
+  Status Work() override { return ReadUncached(path_, offset_, size_, bytes_, &read_); }
 
   Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, static_cast<double>(read_)); }
 
@@ -92,11 +88,12 @@ class WriteOp final : public FileOp {
 
  private:
   Status Work() override {
-    std::unique_ptr<File> file;
-    Status s = FileSystem::Default()->OpenFile(path_, create_, &file);
-    if (!s.ok()) return s;
-    IoSlice slice = {bytes_, size_};
-    return file->Write(offset_, &slice, 1);
+    if (create_) {
+      std::unique_ptr<File> file;
+      Status s = FileSystem::Default()->OpenFile(path_, true, &file);
+      if (!s.ok()) return s;
+    }
+    return size_ == 0 ? Status::OK() : WriteUncached(path_, offset_, bytes_, size_);
   }
 
   const std::string path_;

@@ -40,6 +40,8 @@ const COPY_CONCURRENCY = 16;
  */
 const REFILL_RANGE = 32 * 1024 * 1024;
 const REFILL_STREAMS = 4;
+/** Chunks of a refilled file being written at once. */
+const WRITES_IN_FLIGHT = 8;
 
 export interface AntiEntropyParts {
   topology: Topology;
@@ -295,14 +297,24 @@ export class AntiEntropy {
   private async copyFile(local: LocalReplica, source: Source, partition: string, f: { name: string; size: number }, target: string): Promise<number> {
     await local.disk.write(() => files.write(target, 0, Buffer.alloc(0), true));
     let next = 0;
+    // The first failure stops the others; the file is removed only once none writes to it.
     let failed = false;
-    // One write at a time: writes to one file take its lock in turn anyway,
-    // and waiting writers would spin on it.
-    let lastWrite: Promise<unknown> = Promise.resolve();
-    const write = (offset: number, data: Buffer) => {
-      const done = lastWrite.then(() => local.disk.write(() => files.write(target, offset, data, false)));
-      lastWrite = done.catch(() => undefined);
-      return done;
+    let failure: unknown = null;
+    const fail = (err: unknown) => {
+      if (!failed) failure = err;
+      failed = true;
+    };
+    // Chunks are written as they come, several at once, so that neither the
+    // streams nor the disk wait on each other's turns; past WRITES_IN_FLIGHT
+    // the streams stop pulling, which stops the peer (flow control).
+    const writing = new Set<Promise<void>>();
+    const write = async (offset: number, data: Buffer) => {
+      while (writing.size >= WRITES_IN_FLIGHT) await Promise.race(writing);
+      const done: Promise<void> = local.disk
+        .write(() => files.write(target, offset, data, false))
+        .catch(fail)
+        .finally(() => writing.delete(done));
+      writing.add(done);
     };
     const worker = async () => {
       while (next < f.size && !failed && !this.stopped) {
@@ -320,16 +332,8 @@ export class AntiEntropy {
         if (at !== range + length) throw new Error(`${partition}/${f.name}: ${at - range} bytes at ${range} instead of ${length}: the file changed`);
       }
     };
-    // The first failure stops the others; the file is removed only once none writes to it.
-    let failure: unknown = null;
-    await Promise.all(
-      Array.from({ length: REFILL_STREAMS }, () =>
-        worker().catch((err: unknown) => {
-          if (!failed) failure = err;
-          failed = true;
-        }),
-      ),
-    );
+    await Promise.all(Array.from({ length: REFILL_STREAMS }, () => worker().catch(fail)));
+    while (writing.size > 0) await Promise.all([...writing]);
     if (failed) throw failure;
     if (next < f.size) throw new Error('anti-entropy stopped');
     await local.disk.use(() => files.sync(target));

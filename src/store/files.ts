@@ -4,6 +4,9 @@
 // runs on the engine threads, which are sized for disks, not on libuv's
 // small pool, which Node's fs shares with DNS lookups and zlib.
 // Each call opens the file anew: chunks are large, so no handles are kept.
+// Reads and writes go around the page cache where the file system allows
+// it and the range is aligned (native/util/uncached_io.h): a disk's worth
+// of copied files must not push the records the node serves out of memory.
 //
 // Failures reject with an EngineError (./engine): `code` OYSTER_IO_ERROR with
 // `errno` and `syscallCode` ('ENOENT', 'EEXIST', ...) for the system's

@@ -171,7 +171,9 @@ export interface StartOptions {
 
 /** Spawns oysterd and waits until it serves REST (its port comes from the log). */
 export function startOysterd(name: string, opts: StartOptions): Promise<OysterProcess> {
-  const child = spawn(process.execPath, [BIN, ...opts.args], {
+  // OYSTER_NODE_FLAGS: Node.js flags for the node processes of a bench run (--cpu-prof, say).
+  const flags = process.env.OYSTER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...flags, BIN, ...opts.args], {
     cwd: opts.cwd,
     env: { ...process.env, OYSTER_LOG_LEVEL: process.env.OYSTER_LOG_LEVEL ?? 'info', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
