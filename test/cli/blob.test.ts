@@ -28,7 +28,12 @@ async function writePartition(dir: string, crash = false): Promise<void> {
   for (let i = 0; i < N; i++) await e.put(keyOf(i), ver(100 + i, 1_700_000_000_000_000 + i, 1), valueOf(i, 1, sizeOf(i)));
   await e.delete(keyOf(3), ver(200));
   await e.put(keyOf(4), ver(300), valueOf(4, 2, 99));
-  if (crash) copyPartition(live, dir);
+  if (crash) {
+    // The sealed blobs' indexes are built in the background: a crash after they are written.
+    const built = () => fs.readdirSync(live).filter((f) => f.endsWith('.index')).length === 2 && !fs.readdirSync(live).some((f) => f.endsWith('.tmp'));
+    for (const end = Date.now() + 10_000; !built() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 5));
+    copyPartition(live, dir);
+  }
   await e.close();
 }
 
