@@ -9,6 +9,7 @@ import { RestDeps } from './deps';
 import { accessLog, accessLogEnabled } from './middleware/access-log';
 import { authorize } from './middleware/auth';
 import { errorBodies } from './middleware/errors';
+import { inOrder } from './middleware/in-order';
 import { requestMetrics } from './middleware/request-metrics';
 import { alienRoutes } from './routes/alien';
 import { dataRoutes } from './routes/data';
@@ -25,6 +26,7 @@ export function createRestApp(deps: RestDeps, metrics: NodeMetrics, auth: Authen
   // A middleware layer costs on every request: the access log only when its lines are written.
   if (accessLogEnabled(deps.log)) app.use(accessLog(deps.log));
   app.use(errorBodies(deps.log));
+  app.use(inOrder());
   // The data API goes first on a router of its own: a data request is
   // matched against its four routes, not against every route of the API.
   // A wrong method on it still ends in 405 below (the match is kept in ctx.matched).

@@ -105,7 +105,9 @@ t.test('the endpoint headings are the routes the server serves', async (t) => {
   const documented = new Set(doc.endpoints.flatMap((e) => e.methods.map((m) => `${m} ${routeShape(e.path)}`)));
   t.ok(routes.size >= 25, `${routes.size} routes found`);
   t.same([...routes].filter((r) => !documented.has(r)).sort(), [], 'every route is documented');
-  t.same([...documented].filter((r) => !routes.has(r)).sort(), [], 'every documented endpoint is a route');
+  // A documented HEAD of a GET route is the HEAD koa-router serves for it.
+  const served = (r: string) => routes.has(r) || (r.startsWith('HEAD ') && routes.has(`GET ${r.slice(5)}`));
+  t.same([...documented].filter((r) => !served(r)).sort(), [], 'every documented endpoint is a route');
 });
 
 t.test('every documented endpoint and method has an example', async (t) => {

@@ -39,6 +39,8 @@ interface Expect {
   status: number[];
   /** GET: the exact body of a 200. */
   value?: Buffer;
+  /** GET: the exact body of a 206. */
+  part?: Buffer;
   /** A 2xx body must be JSON. */
   json?: boolean;
   /** Model update once the status is known. */
@@ -165,6 +167,7 @@ t.test('hostile requests get 4xx StatusExt answers and change nothing', async (t
     if (method === 'GET' && res.status === 200 && exp.value !== undefined && !res.body.equals(exp.value)) {
       fail(name, `GET returned ${res.body.length} bytes, expected ${exp.value.length} (${exp.value.equals(res.body.subarray(0, exp.value.length)) ? 'prefix' : 'different'})`);
     }
+    if (method === 'GET' && res.status === 206 && exp.part !== undefined && !res.body.equals(exp.part)) fail(name, `GET returned a range of ${res.body.length} bytes, expected ${exp.part.length}`);
     if (exp.json && res.status >= 200 && res.status < 300 && method !== 'HEAD') {
       try {
         JSON.parse(res.body.toString('utf8'));
@@ -201,13 +204,18 @@ t.test('hostile requests get 4xx StatusExt answers and change nothing', async (t
 
   // ------------------------------------------------------- expectations
 
-  const dataExpect = (method: string, raw: string, body?: Buffer | string): Expect => {
+  // `headers`: the ones of the header sets below that change the answer (a
+  // range, If-None-Match: *); the others must not.
+  const dataExpect = (method: string, raw: string, body?: Buffer | string, headers: http.OutgoingHttpHeaders = {}): Expect => {
     if (method === 'OPTIONS') return { status: [200] };
     if (!['GET', 'HEAD', 'POST', 'DELETE'].includes(method)) return { status: [405] };
     const key = oracleKey(decodeParam(raw), KEY_SIZE);
     if (!key) return { status: [400] };
     const hex = key.toString('hex');
     const value = model.get(hex);
+    const read = method === 'GET' || method === 'HEAD';
+    if (value && headers['If-None-Match'] === '*' && method !== 'DELETE') return { status: [read ? 304 : 412] };
+    if (value && read && headers.Range === 'bytes=0-1') return value.length === 0 ? { status: [416] } : { status: [206], part: value.subarray(0, 2) };
     switch (method) {
       case 'GET':
         return value ? { status: [200], value } : { status: [404] };
@@ -447,9 +455,9 @@ t.test('hostile requests get 4xx StatusExt answers and change nothing', async (t
   for (const [label, headers] of headerSets) {
     onOwnedKey(`POST with ${label}`, 'POST', headers, (form) => {
       const body = label === 'json' ? '{"not": "parsed"' : label === 'form' ? 'a=b&c' : randomValue();
-      return { body, expect: dataExpect('POST', form, body) };
+      return { body, expect: dataExpect('POST', form, body, headers) };
     });
-    for (const method of ['GET', 'HEAD']) onOwnedKey(`${method} with ${label}`, method, headers, (form) => ({ expect: dataExpect(method, form) }));
+    for (const method of ['GET', 'HEAD']) onOwnedKey(`${method} with ${label}`, method, headers, (form) => ({ expect: dataExpect(method, form, undefined, headers) }));
   }
   for (const auth of ['Basic !!!', 'Basic', 'Bearer x', 'Basic dXNlcg==', `Basic ${'A'.repeat(4000)}`]) {
     onOwnedKey(`GET with Authorization ${auth.slice(0, 20)}`, 'GET', { Authorization: auth }, (form) => {

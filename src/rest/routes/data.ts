@@ -1,12 +1,18 @@
-// GET, HEAD, POST, DELETE /data/{key}: the data API, coordinated by this node.
+// GET (and HEAD), POST, DELETE /data/{key}: the data API, coordinated by
+// this node, with HTTP's validators, conditional requests and ranges
+// (src/rest/http/).
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { errors } from '../../model/errors';
+import { StoredValue, Version } from '../../model/version';
 import { KeyError, keyToHex, parseRestKey } from '../../keys/key';
 import { RestDeps } from '../deps';
 import { sniffContentType } from '../content-type';
 import { readBody } from '../middleware/body';
-import { badRequest, reply } from '../status-ext';
+import { evaluate, hasPreconditions } from '../http/preconditions';
+import { requestedRange } from '../http/range';
+import { etagOf, lastModifiedOf } from '../http/validators';
+import { HttpError, badRequest, reply } from '../status-ext';
 
 export function dataRoutes(d: RestDeps): Router {
   const router = new Router();
@@ -19,34 +25,80 @@ export function dataRoutes(d: RestDeps): Router {
       throw err;
     }
   };
-  // Coordinated like GET's: 503 when no replica of the key's vdisk could answer, never 404.
-  router.head('/data/:key', async (ctx) => {
-    const key = keyOf(ctx);
-    const [exists] = await d.data.exist([key]);
-    if (!exists) throw errors.keyNotFound(keyToHex(key));
-    ctx.status = 200;
-  });
 
+  // A conditional write reads the newest value first (absence is no error here: it is what If-Match checks).
+  const checkPreconditions = async (ctx: Context, key: Buffer): Promise<void> => {
+    if (!hasPreconditions(ctx)) return;
+    const verdict = evaluate(ctx, await d.data.get(key), false);
+    if (verdict !== null) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
+  };
+
+  // HEAD takes this route too (the router adds it to GET's): the same
+  // answer, its body left out by Koa, which keeps its Content-Length.
+  // Coordinated: 503 when no replica of the key's vdisk could answer, never 404.
   router.get('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
     const r = await d.data.get(key);
     if (!r) throw errors.keyNotFound(keyToHex(key));
+    setValidators(ctx, r.version);
+    ctx.set('Accept-Ranges', 'bytes');
     // A full MIME type already: set as it is, without Koa's lookup of short names.
     ctx.set('Content-Type', sniffContentType(r.value));
-    ctx.body = r.value;
+    const verdict = hasPreconditions(ctx) ? evaluate(ctx, r, true) : null;
+    if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
+    if (verdict?.status === 304) {
+      ctx.status = 304;
+      return;
+    }
+    sendRange(ctx, r);
   });
 
   router.post('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
     const value = await readBody(ctx, d.bodyLimit);
-    await d.data.put(key, value);
+    await checkPreconditions(ctx, key);
+    setValidators(ctx, await d.data.put(key, value));
     reply(ctx, 201, true, 'Created');
   });
 
   router.delete('/data/:key', async (ctx) => {
-    await d.data.delete(keyOf(ctx));
+    const key = keyOf(ctx);
+    await checkPreconditions(ctx, key);
+    await d.data.delete(key);
     reply(ctx, 200, true, 'Done');
   });
 
   return router;
+}
+
+// Formatting a date costs more than the rest of the headers: the last one is kept.
+let lastSeconds = -1;
+let lastDate = '';
+
+function setValidators(ctx: Context, v: Version): void {
+  ctx.set('ETag', etagOf(v));
+  if (v.timestamp !== lastSeconds) {
+    const d = lastModifiedOf(v);
+    if (d === undefined) return;
+    lastSeconds = v.timestamp;
+    lastDate = d.toUTCString();
+  }
+  ctx.set('Last-Modified', lastDate);
+}
+
+function sendRange(ctx: Context, r: StoredValue): void {
+  const range = requestedRange(ctx, r);
+  const size = r.value.length;
+  if (range.kind === 'whole') {
+    ctx.body = r.value;
+    return;
+  }
+  if (range.kind === 'unsatisfiable') {
+    ctx.set('Content-Range', `bytes */${size}`);
+    reply(ctx, 416, false, `Range Not Satisfiable: the value has ${size} bytes`);
+    return;
+  }
+  ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+  ctx.body = r.value.subarray(range.start, range.end + 1);
+  ctx.status = 206;
 }

@@ -1,0 +1,144 @@
+// HTTP as a blob client expects it of /data/{key}: HEAD's headers, ETag and
+// Last-Modified from the version, conditional reads (304) and writes (412),
+// ranges (206, 416), and pipelined requests on one connection taking effect
+// in order.
+import net from 'node:net';
+import t from 'tap';
+import { call, client, startRestNode, statusExt } from './lib/node';
+
+t.test('HTTP semantics of the data API', async (t) => {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 4 } });
+  const api = client(node.url);
+  const value = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+
+  t.test('HEAD answers with the headers of GET and no body', async (t) => {
+    t.equal((await api.post('/data/1', value)).status, 201);
+    const get = await api.get('/data/1');
+    const head = await api.head('/data/1');
+    t.equal(head.status, 200);
+    t.equal(head.body.length, 0);
+    t.equal(head.headers.get('content-length'), '1000');
+    t.equal(head.headers.get('content-type'), 'application/octet-stream');
+    t.equal(head.headers.get('accept-ranges'), 'bytes');
+    t.equal(head.headers.get('etag'), get.headers.get('etag'));
+    t.equal(head.headers.get('last-modified'), get.headers.get('last-modified'));
+  });
+
+  t.test('ETag changes with every write; Last-Modified is the version timestamp', async (t) => {
+    const post = await api.post('/data/2', 'one');
+    const etag1 = post.headers.get('etag')!;
+    t.match(etag1, /^"\d+-\d+-\d+"$/, 'a strong ETag from the version, on the POST answer too');
+    const get = await api.get('/data/2');
+    t.equal(get.headers.get('etag'), etag1, 'GET gives the ETag the write answered with');
+    const modified = Date.parse(get.headers.get('last-modified')!);
+    t.ok(Math.abs(modified - Date.now()) < 5000, 'Last-Modified is the write time');
+    await api.post('/data/2', 'one');
+    const etag2 = (await api.get('/data/2')).headers.get('etag');
+    t.not(etag2, etag1, 'the same bytes written again: a new version, a new ETag');
+  });
+
+  t.test('conditional GET and HEAD: 304 when the client holds the value', async (t) => {
+    await api.post('/data/3', value);
+    const r = await api.get('/data/3');
+    const etag = r.headers.get('etag')!;
+    const lastModified = r.headers.get('last-modified')!;
+    const notModified = await call(node.url, 'GET', '/data/3', undefined, { 'If-None-Match': etag });
+    t.equal(notModified.status, 304);
+    t.equal(notModified.body.length, 0);
+    t.equal(notModified.headers.get('etag'), etag, '304 carries the ETag');
+    t.equal((await call(node.url, 'HEAD', '/data/3', undefined, { 'If-None-Match': `"x", ${etag}` })).status, 304, 'one of a list');
+    t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-None-Match': `W/${etag}` })).status, 304, 'weak comparison');
+    t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-None-Match': '"other"' })).status, 200);
+    t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-Modified-Since': lastModified })).status, 304);
+    const before = new Date(Date.parse(lastModified) - 10_000).toUTCString();
+    t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-Modified-Since': before })).status, 200);
+    await api.post('/data/3', 'changed');
+    const changed = await call(node.url, 'GET', '/data/3', undefined, { 'If-None-Match': etag });
+    t.equal(changed.status, 200, 'a new version is sent again');
+    t.equal(changed.text, 'changed');
+    const failed = await call(node.url, 'GET', '/data/3', undefined, { 'If-Match': etag });
+    statusExt(t, failed, 412, false, /Precondition Failed/, 'GET If-Match of an old version');
+  });
+
+  t.test('conditional writes: If-Match and If-None-Match on POST and DELETE', async (t) => {
+    await api.post('/data/4', 'v1');
+    const etag1 = (await api.get('/data/4')).headers.get('etag')!;
+    const ok = await call(node.url, 'POST', '/data/4', 'v2', { 'If-Match': etag1 });
+    statusExt(t, ok, 201, true, 'Created', 'POST If-Match of the current version');
+    const stale = await call(node.url, 'POST', '/data/4', 'v3', { 'If-Match': etag1 });
+    statusExt(t, stale, 412, false, /Precondition Failed: If-Match/, 'POST If-Match of a replaced version');
+    t.equal((await api.get('/data/4')).text, 'v2', 'the refused write changed nothing');
+    statusExt(t, await call(node.url, 'POST', '/data/4', 'v3', { 'If-None-Match': '*' }), 412, false, /If-None-Match/, 'create-only on a taken key');
+    statusExt(t, await call(node.url, 'POST', '/data/40', 'new', { 'If-None-Match': '*' }), 201, true, 'Created', 'create-only on a free key');
+    statusExt(t, await call(node.url, 'POST', '/data/41', 'x', { 'If-Match': '*' }), 412, false, /holds no value/, 'If-Match: * on a free key');
+    statusExt(t, await call(node.url, 'DELETE', '/data/4', undefined, { 'If-Match': etag1 }), 412, false, /If-Match/, 'DELETE of a replaced version');
+    t.equal((await api.get('/data/4')).status, 200, 'still there');
+    const etag2 = (await api.get('/data/4')).headers.get('etag')!;
+    statusExt(t, await call(node.url, 'DELETE', '/data/4', undefined, { 'If-Match': etag2 }), 200, true, 'Done');
+    t.equal((await api.get('/data/4')).status, 404);
+    const since = new Date(Date.now() - 60_000).toUTCString();
+    await api.post('/data/42', 'x');
+    statusExt(t, await call(node.url, 'POST', '/data/42', 'y', { 'If-Unmodified-Since': since }), 412, false, /If-Unmodified-Since/);
+  });
+
+  t.test('ranges', async (t) => {
+    await api.post('/data/5', value);
+    const etag = (await api.get('/data/5')).headers.get('etag')!;
+    const range = (h: string, extra: Record<string, string> = {}) => call(node.url, 'GET', '/data/5', undefined, { Range: h, ...extra });
+    const cases: Array<[string, number, number]> = [
+      ['bytes=0-9', 0, 9],
+      ['bytes=500-599', 500, 599],
+      ['bytes=990-', 990, 999],
+      ['bytes=-10', 990, 999],
+      ['bytes=995-5000', 995, 999],
+      ['bytes=0-0', 0, 0],
+    ];
+    for (const [h, start, end] of cases) {
+      const r = await range(h);
+      t.equal(r.status, 206, h);
+      t.equal(r.headers.get('content-range'), `bytes ${start}-${end}/1000`, h);
+      t.equal(r.headers.get('content-length'), String(end - start + 1), h);
+      t.ok(r.body.equals(value.subarray(start, end + 1)), `${h}: the bytes`);
+    }
+    const past = await range('bytes=1000-1010');
+    statusExt(t, past, 416, false, /Range Not Satisfiable/, 'a range past the end');
+    t.equal(past.headers.get('content-range'), 'bytes */1000');
+    for (const whole of ['bytes=0-1,5-6', 'bytes=abc', 'lines=1-2']) {
+      const r = await range(whole);
+      t.equal(r.status, 200, `${whole}: the whole value`);
+      t.ok(r.body.equals(value));
+    }
+    t.equal((await range('bytes=0-9', { 'If-Range': etag })).status, 206, 'If-Range of the current version');
+    t.equal((await range('bytes=0-9', { 'If-Range': '"old"' })).status, 200, 'If-Range of another version: the whole value');
+    const head = await call(node.url, 'HEAD', '/data/5', undefined, { Range: 'bytes=0-9' });
+    t.equal(head.status, 206);
+    t.equal(head.headers.get('content-length'), '10');
+    await api.post('/data/6');
+    statusExt(t, await call(node.url, 'GET', '/data/6', undefined, { Range: 'bytes=0-' }), 416, false, /0 bytes/, 'a range of an empty value');
+  });
+
+  t.test('pipelined requests on one connection take effect in order', async (t) => {
+    const port = Number(new URL(node.url).port);
+    const rounds = 100;
+    let wire = '';
+    for (let i = 0; i < rounds; i++) {
+      const body = `value ${i}`;
+      wire += `POST /data/${7000 + i} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      wire += `GET /data/${7000 + i} HTTP/1.1\r\nHost: x\r\n\r\n`;
+      wire += `DELETE /data/${7000 + i} HTTP/1.1\r\nHost: x\r\n\r\n`;
+      wire += `GET /data/${7000 + i} HTTP/1.1\r\nHost: x\r\n${i === rounds - 1 ? 'Connection: close\r\n' : ''}\r\n`;
+    }
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write(wire));
+      let got = '';
+      s.on('data', (d) => (got += d.toString('latin1')));
+      s.on('end', () => resolve(got));
+      s.on('error', reject);
+    });
+    const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+    t.equal(statuses.length, rounds * 4, 'one answer per request');
+    const expected = Array.from({ length: rounds }, () => [201, 200, 200, 404]).flat();
+    t.same(statuses, expected, 'each GET sees the write just before it');
+    for (let i = 0; i < rounds; i++) t.ok(answer.includes(`value ${i}`), `GET ${i} answered its POST's value`);
+  });
+});
