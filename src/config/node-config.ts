@@ -93,6 +93,13 @@ export interface NodeConfig {
   hostnameResolvePeriodMs: number;
   /** Oyster: largest request body the REST API accepts (413 above). */
   httpMaxBodySize: number;
+  /** Oyster: bytes of request bodies of 64 KiB and more held in memory at once, across connections (rest/body-budget.ts). */
+  httpBodyMemoryLimit: number;
+  /** Oyster: REST connections open at once; more are closed as they arrive. */
+  httpMaxConnections: number;
+  /** Oyster: time to receive a request's headers, and the whole request, in ms (408 after it). */
+  httpHeadersTimeout: number;
+  httpRequestTimeout: number;
   /** Oyster: free space below which a disk takes no more writes (507) until space returns. */
   minFreeSpace: Space;
   /** Oyster: where the node keeps its record of its disks' identities (store/identity.ts). */
@@ -113,6 +120,10 @@ const U16_MAX = 65_535;
 const U32_MAX = 2 ** 32 - 1;
 
 export const DEFAULT_HTTP_MAX_BODY_SIZE = 100 * MIB;
+export const DEFAULT_HTTP_BODY_MEMORY_LIMIT = 256 * MIB;
+export const DEFAULT_HTTP_MAX_CONNECTIONS = 2048;
+export const DEFAULT_HTTP_HEADERS_TIMEOUT = 60 * SECOND;
+export const DEFAULT_HTTP_REQUEST_TIMEOUT = 300 * SECOND;
 /**
  * Below 1 % free a disk takes no more writes: room for the index files of
  * the blobs being closed and for the file system's own needs (ext4 keeps
@@ -198,9 +209,17 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
     }) as AuthenticationType,
     hostnameResolvePeriodMs: root.integer('hostname_resolve_period_ms', { default: 5000 }),
     httpMaxBodySize: root.size('http_max_body_size', { default: DEFAULT_HTTP_MAX_BODY_SIZE, check: positive }),
+    httpBodyMemoryLimit: root.size('http_body_memory_limit', { default: DEFAULT_HTTP_BODY_MEMORY_LIMIT, check: positive }),
+    httpMaxConnections: root.integer('http_max_connections', { default: DEFAULT_HTTP_MAX_CONNECTIONS, min: 1 }),
+    httpHeadersTimeout: root.duration('http_headers_timeout', { default: DEFAULT_HTTP_HEADERS_TIMEOUT, check: positive }),
+    httpRequestTimeout: root.duration('http_request_timeout', { default: DEFAULT_HTTP_REQUEST_TIMEOUT, check: positive }),
     minFreeSpace: root.space('min_free_space', { default: DEFAULT_MIN_FREE_SPACE }),
     stateDir: root.string('state_dir'),
   };
+  // Node refuses a server whose headers may take longer than the whole request.
+  if (node.httpHeadersTimeout > node.httpRequestTimeout) {
+    root.reader.problem(root.keyPath('http_headers_timeout'), `must not be longer than http_request_timeout (${node.httpRequestTimeout / SECOND}s)`);
+  }
   const pearl = root.section('pearl', { required: true });
   const metrics = root.section('metrics');
   const tls = root.section('tls');

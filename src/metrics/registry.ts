@@ -50,6 +50,10 @@ export interface NodeMetrics {
   antiEntropyPassSeconds: Gauge;
   /** When the TLS certificates in use expire (set at start when TLS is on). */
   tlsCertExpiry: Gauge<'certificate'>;
+  /** Bytes of request bodies held against http_body_memory_limit. */
+  restBodyBytes: Gauge;
+  /** Request bodies refused (503) for want of room in http_body_memory_limit. */
+  restBodyRefused: Counter;
 }
 
 export function createMetrics(nodeName: string): NodeMetrics {
@@ -206,6 +210,16 @@ export function createMetrics(nodeName: string): NodeMetrics {
     antiEntropyPassSeconds: new Gauge({
       name: 'oyster_anti_entropy_last_pass_duration_seconds',
       help: 'How long the last complete anti-entropy pass took',
+      registers,
+    }),
+    restBodyBytes: new Gauge({
+      name: 'oyster_rest_body_bytes',
+      help: 'Bytes of REST request bodies of 64 KiB and more held in memory now, against node.yaml http_body_memory_limit',
+      registers,
+    }),
+    restBodyRefused: new Counter({
+      name: 'oyster_rest_body_refused_total',
+      help: 'REST request bodies refused with 503 because http_body_memory_limit had no room for them within 5 s',
       registers,
     }),
     tlsCertExpiry: new Gauge({

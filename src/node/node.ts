@@ -26,6 +26,7 @@ import { createMetrics, NodeMetrics } from '../metrics/registry';
 import { registerStorageGauges } from '../metrics/storage-gauges';
 import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
+import { BodyBudget } from '../rest/body-budget';
 import { alienLocation, createNodeStore } from './storage';
 import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
 import { versionInfo } from './version';
@@ -228,6 +229,12 @@ export class OysterNode {
     this.grpc = grpcServer;
     this.grpcPort = port;
     const where = alienLocation(config, this.topology);
+    this.metrics.restBodyRefused.inc(0);
+    const bodyBudget = new BodyBudget(
+      node.httpBodyMemoryLimit,
+      (bytes) => this.metrics.restBodyBytes.set(bytes),
+      () => this.metrics.restBodyRefused.inc(),
+    );
     const app = createRestApp(
       {
         topology: this.topology,
@@ -235,6 +242,7 @@ export class OysterNode {
         data: instrumentData(grinder, this.metrics, 'rest'),
         keySize: config.cluster.keySize,
         bodyLimit: node.httpMaxBodySize,
+        bodyBudget,
         layout: {
           rootDirName: node.pearl.settings.rootDirName,
           blobFileNamePrefix: node.pearl.blobFileNamePrefix,
@@ -249,8 +257,11 @@ export class OysterNode {
       auth,
     );
     registerStorageGauges(this.metrics.registry, this.store);
-    const server = createRestServer(app, this.tls && node.tls?.rest ? this.tls : undefined);
-    server.keepAliveTimeout = 65_000;
+    const server = createRestServer(
+      app,
+      { maxConnections: node.httpMaxConnections, headersTimeoutMs: node.httpHeadersTimeout, requestTimeoutMs: node.httpRequestTimeout },
+      this.tls && node.tls?.rest ? this.tls : undefined,
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.options.restPort ?? node.httpApiPort, this.options.restHost ?? node.httpApiAddress, () => {

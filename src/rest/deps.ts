@@ -4,6 +4,7 @@ import { DataApi } from '../model/data-api';
 import { Topology } from '../model/topology';
 import { Logger } from '../logging/logger';
 import { NodeStore } from '../store/node-store';
+import { BodyBudget } from './body-budget';
 
 export interface RestDeps {
   topology: Topology;
@@ -12,6 +13,8 @@ export interface RestDeps {
   keySize: number;
   /** Largest accepted request body (node.yaml http_max_body_size). */
   bodyLimit: number;
+  /** Memory of request bodies in flight (node.yaml http_body_memory_limit). */
+  bodyBudget: BodyBudget;
   layout: {
     rootDirName: string;
     blobFileNamePrefix: string;

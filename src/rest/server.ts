@@ -25,12 +25,21 @@ const PARSER_STATUS: Record<string, number> = {
   ERR_HTTP_REQUEST_TIMEOUT: 408,
 };
 
+/** What node.yaml sets of the server's limits (http_max_connections, http_headers_timeout, http_request_timeout). */
+export interface ServerLimits {
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
 /** HTTPS when `tls` is given (node.yaml tls.rest). */
-export function createRestServer(app: Koa, tls?: { cert: Buffer; key: Buffer }): http.Server {
+export function createRestServer(app: Koa, limits: ServerLimits, tls?: { cert: Buffer; key: Buffer }): http.Server {
   // bob (hyper) serves HTTP/1.1 requests without a Host header; Node would answer them with a bare 400.
-  const server: http.Server = tls
-    ? https.createServer({ requireHostHeader: false, cert: tls.cert, key: tls.key }, app.callback())
-    : http.createServer({ requireHostHeader: false }, app.callback());
+  const options: http.ServerOptions = { requireHostHeader: false, headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs };
+  const server: http.Server = tls ? https.createServer({ ...options, cert: tls.cert, key: tls.key }, app.callback()) : http.createServer(options, app.callback());
+  // Connections past it are closed as they arrive: each costs memory before it sends a byte.
+  server.maxConnections = limits.maxConnections;
+  server.keepAliveTimeout = 65_000;
 
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {

@@ -50,6 +50,10 @@ t.test('a node.yaml with every key', async (t) => {
     authenticationType: 'Basic',
     hostnameResolvePeriodMs: 5000,
     httpMaxBodySize: 100 * MiB,
+    httpBodyMemoryLimit: 512 * MiB,
+    httpMaxConnections: 1000,
+    httpHeadersTimeout: 30 * S,
+    httpRequestTimeout: 600 * S,
     minFreeSpace: { bytes: 2 * GiB },
     stateDir: '/var/lib/oyster',
     pearl: {
@@ -115,6 +119,10 @@ t.test('defaults of every optional key', async (t) => {
     authenticationType: 'None',
     hostnameResolvePeriodMs: 5000,
     httpMaxBodySize: 100 * MiB,
+    httpBodyMemoryLimit: 256 * MiB,
+    httpMaxConnections: 2048,
+    httpHeadersTimeout: 60 * S,
+    httpRequestTimeout: 300 * S,
     minFreeSpace: { percent: 1 },
     stateDir: undefined,
     pearl: {
@@ -281,6 +289,11 @@ t.test('top-level values', async (t) => {
   t.same(extra('http_max_body_size: 1 GiB').config.httpMaxBodySize, GiB);
   t.same(extra('http_max_body_size: 1024').config.httpMaxBodySize, 1024);
   t.same(extra('http_max_body_size: 0').lines, ['http_max_body_size: must be greater than 0']);
+  t.same(extra('http_body_memory_limit: 0').lines, ['http_body_memory_limit: must be greater than 0']);
+  t.same(extra('http_max_connections: 0').lines, ['http_max_connections: must be at least 1']);
+  t.same(extra('http_headers_timeout: 0s').lines, ['http_headers_timeout: must be greater than 0']);
+  t.same(extra('http_headers_timeout: 10m').lines, ['http_headers_timeout: must not be longer than http_request_timeout (300s)']);
+  t.same(extra('http_request_timeout: 20s\nhttp_headers_timeout: 20s').config.httpRequestTimeout, 20 * S);
   t.same(extra('anti_entropy:\n  interval: 10s\n  rate: 1 MiB\n  enabled: false').config.antiEntropy, { enabled: false, interval: 10 * S, rate: MiB });
   t.same(extra('anti_entropy:\n  rate: 0').lines, ['anti_entropy.rate: must be greater than 0']);
   t.same(extra('anti_entropy:\n  interval: 0s').lines, ['anti_entropy.interval: must be greater than 0']);

@@ -73,9 +73,9 @@ t.test('metrics of a running node', async (t) => {
 
   t.test('requests by interface, operation, path and outcome', async (t) => {
     t.equal(req('rest', 'put', 'ok'), 16, 'REST puts');
-    t.equal(req('rest', 'get', 'ok'), 16, 'REST gets');
+    t.equal(req('rest', 'get', 'ok'), 18, 'REST gets, and HEADs (GET without the body)');
     t.equal(req('rest', 'get', 'not_found'), 2, 'REST gets of missing keys');
-    t.equal(req('rest', 'exist', 'ok'), 2, 'REST HEADs are exists');
+    t.equal(req('rest', 'exist', 'ok'), 0, 'REST HEADs are gets');
     t.equal(req('rest', 'delete', 'ok'), 1, 'REST delete');
     t.equal(req('grpc', 'put', 'ok'), 3, 'gRPC coordinated puts');
     t.equal(req('grpc', 'get', 'ok'), 2, 'gRPC coordinated gets');

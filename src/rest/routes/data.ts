@@ -55,7 +55,7 @@ export function dataRoutes(d: RestDeps): Router {
 
   router.post('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
-    const value = await readBody(ctx, d.bodyLimit);
+    const value = await readBody(ctx, d.bodyLimit, d.bodyBudget);
     await checkPreconditions(ctx, key);
     setValidators(ctx, await d.data.put(key, value));
     reply(ctx, 201, true, 'Created');

@@ -1,0 +1,83 @@
+// BodyBudget bounds the memory request bodies take, across connections
+// (node.yaml http_body_memory_limit). A body of SMALL_BODY bytes or more
+// holds its bytes of the budget from its first byte until its response is
+// done; one that does not fit waits, in order of arrival, and is refused
+// with 503 and Retry-After if it still does not fit after MAX_WAIT_MS, its
+// bytes unread. A body alone may take more than the budget (a limit below
+// http_max_body_size would otherwise refuse it forever), so the bound is
+// the larger of the two. Smaller bodies are not counted: they are bounded
+// by http_max_connections, and they keep the node usable while large
+// uploads wait.
+
+/** Bodies below this many bytes take no budget. */
+export const SMALL_BODY = 64 * 1024;
+/** How long a body waits for room before it is refused. */
+export const MAX_WAIT_MS = 5000;
+
+export class BodyBudget {
+  private used = 0;
+  private readonly waiting: Array<{ bytes: number; admit: () => void }> = [];
+
+  constructor(
+    readonly limit: number,
+    private readonly onChange: (inUse: number) => void = () => undefined,
+    private readonly onRefused: () => void = () => undefined,
+  ) {}
+
+  /** Bytes of bodies held now. */
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Takes `bytes` now if they fit (or nothing else is held and nobody waits); false otherwise. */
+  tryTake(bytes: number): boolean {
+    if (this.waiting.length > 0 || !this.fits(bytes)) return false;
+    this.used += bytes;
+    this.onChange(this.used);
+    return true;
+  }
+
+  /**
+   * Takes `bytes`, waiting up to `waitMs` behind earlier waiters; resolves
+   * false if there is no room by then (nothing taken).
+   */
+  take(bytes: number, waitMs = MAX_WAIT_MS): Promise<boolean> {
+    if (this.tryTake(bytes)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const entry = {
+        bytes,
+        admit: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(entry), 1);
+        this.admitWaiting();
+        this.onRefused();
+        resolve(false);
+      }, waitMs);
+      this.waiting.push(entry);
+    });
+  }
+
+  /** Gives back bytes taken. */
+  give(bytes: number): void {
+    this.used -= bytes;
+    this.admitWaiting();
+    this.onChange(this.used);
+  }
+
+  private fits(bytes: number): boolean {
+    return this.used === 0 || this.used + bytes <= this.limit;
+  }
+
+  private admitWaiting(): void {
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes)) {
+      const next = this.waiting.shift()!;
+      this.used += next.bytes;
+      this.onChange(this.used);
+      next.admit();
+    }
+  }
+}

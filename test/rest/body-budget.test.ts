@@ -1,0 +1,124 @@
+// The memory of request bodies is bounded across connections
+// (http_body_memory_limit): 16 connections stalling near-limit bodies keep
+// the node's resident set under the bound while other clients are served;
+// bodies that find no room are refused with 503 and Retry-After, unread; an
+// admitted body completes byte-exact.
+import fs from 'node:fs';
+import net from 'node:net';
+import t from 'tap';
+import { call, client, startRestNode, waitFor } from './lib/node';
+
+const MiB = 1024 * 1024;
+const MAX_BODY = 32 * MiB;
+const BUDGET = 64 * MiB;
+
+/** Peak and current resident set of a process, in bytes. */
+function memory(pid: number): { hwm: number; rss: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)![1]) * 1024;
+  return { hwm: kb('VmHWM'), rss: kb('VmRSS') };
+}
+
+interface Upload {
+  socket: net.Socket;
+  /** Everything the node answered. */
+  answer: () => string;
+  closed: Promise<void>;
+  /** Sends the body's last byte. */
+  finish: () => void;
+}
+
+/** A POST of `length` bytes whose last byte is held back; the rest is sent as fast as the node reads it. */
+function stalledUpload(port: number, key: number, length: number, fill: number): Upload {
+  const socket = net.connect(port, '127.0.0.1');
+  let answer = '';
+  socket.on('data', (d) => (answer += d.toString('latin1')));
+  socket.on('error', () => undefined); // a refused body's connection is closed under the writer
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const chunk = Buffer.alloc(MiB, fill);
+  let sent = 0;
+  const pump = () => {
+    while (sent < length - 1 && !socket.destroyed) {
+      const n = Math.min(chunk.length, length - 1 - sent);
+      sent += n;
+      if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return;
+    }
+  };
+  socket.on('connect', () => {
+    socket.write(`POST /data/${key} HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n`);
+    pump();
+  });
+  socket.on('drain', pump);
+  return { socket, answer: () => answer, closed, finish: () => socket.write(Buffer.from([fill])) };
+}
+
+t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
+  const node = await startRestNode(t, {
+    spec: { nodes: [{ name: 'solo' }], vdisks: 4 },
+    opts: { httpMaxBodySize: MAX_BODY, extra: { http_body_memory_limit: BUDGET } },
+  });
+  const api = client(node.url);
+  const pid = node.proc.child.pid!;
+  const port = Number(new URL(node.url).port);
+  // Warm up: the paths every request takes, so the baseline holds their code.
+  for (let i = 0; i < 200; i++) await api.post(`/data/${i}`, Buffer.alloc(1024, i));
+  const before = memory(pid);
+
+  const uploads = Array.from({ length: 16 }, (_, i) => stalledUpload(port, 100 + i, MAX_BODY - 1, i + 1));
+  // While they stall, small requests are served.
+  const served: number[] = [];
+  const started = Date.now();
+  while (Date.now() - started < 7000) {
+    const k = served.length % 200;
+    served.push((await api.post(`/data/${k}`, Buffer.alloc(1024, 7))).status, (await api.get(`/data/${k}`)).status);
+  }
+  t.ok(served.length > 100, `${served.length} small requests answered while large bodies stalled`);
+  t.same([...new Set(served)].sort(), [200, 201], 'every small request succeeded');
+
+  // Bodies that found no room within 5 s were refused, unread, and their connections closed.
+  const refused = () => uploads.filter((u) => u.answer().startsWith('HTTP/1.1 503'));
+  await waitFor('the refused uploads to be answered', async () => refused().length >= 16 - BUDGET / MAX_BODY, 20_000);
+  const refusals = refused();
+  t.equal(refusals.length, 16 - BUDGET / MAX_BODY, `${refusals.length} uploads refused: two fit the budget`);
+  for (const u of refusals) {
+    t.match(u.answer(), /Retry-After: 5/i);
+    t.match(u.answer(), /http_body_memory_limit/);
+  }
+  await Promise.all(refusals.map((u) => u.closed));
+  const metrics = await (await fetch(`${node.url}/metrics`)).text();
+  t.match(metrics, new RegExp(`^oyster_rest_body_refused_total\\{[^}]*\\} ${refusals.length}$`, 'm'));
+  t.match(metrics, new RegExp(`^oyster_rest_body_bytes\\{[^}]*\\} ${2 * (MAX_BODY - 1)}$`, 'm'), 'the two admitted bodies hold the budget');
+
+  const peak = memory(pid).hwm - before.hwm;
+  t.ok(peak < BUDGET + 64 * MiB, `peak resident set grew ${(peak / MiB).toFixed(0)} MiB with 16 stalled bodies of ${MAX_BODY / MiB} MiB (budget ${BUDGET / MiB} MiB)`);
+
+  // The admitted ones complete byte-exact.
+  const admitted = uploads.filter((u) => !refusals.includes(u));
+  for (const u of admitted) u.finish();
+  await waitFor('the admitted uploads to be stored', async () => admitted.every((u) => u.answer().startsWith('HTTP/1.1 201')), 20_000);
+  for (const u of admitted) {
+    const key = uploads.indexOf(u) + 100;
+    const r = await api.get(`/data/${key}`);
+    t.equal(r.status, 200);
+    t.ok(r.body.equals(Buffer.alloc(MAX_BODY - 1, uploads.indexOf(u) + 1)), `key ${key}: the ${MAX_BODY - 1} bytes as sent`);
+    u.socket.destroy();
+  }
+  for (const u of uploads) u.socket.destroy();
+  await waitFor('the budget to be given back', async () => /^oyster_rest_body_bytes\{[^}]*\} 0$/m.test(await (await fetch(`${node.url}/metrics`)).text()), 10_000);
+});
+
+t.test('a body without Content-Length takes budget as it grows', async (t) => {
+  const node = await startRestNode(t, {
+    spec: { nodes: [{ name: 'solo' }], vdisks: 4 },
+    opts: { httpMaxBodySize: MAX_BODY, extra: { http_body_memory_limit: 4 * MiB } },
+  });
+  const value = Buffer.alloc(3 * MiB + 17, 9);
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (let at = 0; at < value.length; at += 256 * 1024) c.enqueue(value.subarray(at, at + 256 * 1024));
+      c.close();
+    },
+  });
+  t.equal((await call(node.url, 'POST', '/data/5', stream)).status, 201, 'a chunked body within the budget');
+  t.ok((await call(node.url, 'GET', '/data/5')).body.equals(value));
+});
