@@ -19,7 +19,7 @@ t.test('HTTP semantics of the data API', async (t) => {
     t.equal(head.body.length, 0);
     t.equal(head.headers.get('content-length'), '1000');
     t.equal(head.headers.get('content-type'), 'application/octet-stream');
-    t.equal(head.headers.get('accept-ranges'), 'bytes');
+    t.equal(head.headers.get('accept-ranges'), 'bytes', 'HEAD tells that ranges are served');
     t.equal(head.headers.get('etag'), get.headers.get('etag'));
     t.equal(head.headers.get('last-modified'), get.headers.get('last-modified'));
   });

@@ -11,7 +11,7 @@ import { sniffContentType } from '../content-type';
 import { readBody } from '../middleware/body';
 import { evaluate, hasPreconditions } from '../http/preconditions';
 import { requestedRange } from '../http/range';
-import { etagOf, lastModifiedOf } from '../http/validators';
+import { etagOf, httpDateOf } from '../http/validators';
 import { HttpError, badRequest, reply } from '../status-ext';
 
 export function dataRoutes(d: RestDeps): Router {
@@ -41,7 +41,8 @@ export function dataRoutes(d: RestDeps): Router {
     const r = await d.data.get(key);
     if (!r) throw errors.keyNotFound(keyToHex(key));
     setValidators(ctx, r.version);
-    ctx.set('Accept-Ranges', 'bytes');
+    // Where download tools look for it; on every GET it would cost more than it tells.
+    if (ctx.method === 'HEAD') ctx.set('Accept-Ranges', 'bytes');
     // A full MIME type already: set as it is, without Koa's lookup of short names.
     ctx.set('Content-Type', sniffContentType(r.value));
     const verdict = hasPreconditions(ctx) ? evaluate(ctx, r, true) : null;
@@ -71,19 +72,10 @@ export function dataRoutes(d: RestDeps): Router {
   return router;
 }
 
-// Formatting a date costs more than the rest of the headers: the last one is kept.
-let lastSeconds = -1;
-let lastDate = '';
-
 function setValidators(ctx: Context, v: Version): void {
   ctx.set('ETag', etagOf(v));
-  if (v.timestamp !== lastSeconds) {
-    const d = lastModifiedOf(v);
-    if (d === undefined) return;
-    lastSeconds = v.timestamp;
-    lastDate = d.toUTCString();
-  }
-  ctx.set('Last-Modified', lastDate);
+  const modified = httpDateOf(v);
+  if (modified !== undefined) ctx.set('Last-Modified', modified);
 }
 
 function sendRange(ctx: Context, r: StoredValue): void {
