@@ -132,6 +132,30 @@ TEST(Crc32c, ImplementationsMatchBitwiseReference) {
   for (const Impl& impl : impls) ASSERT_EQ(impl.extend(0, data.data() + 3, data.size() - 3), want) << impl.name;
 }
 
+// Lengths around the three-stream blocks (3 × 256 and 3 × 8192 bytes) and
+// their joins, at every alignment of a word.
+TEST(Crc32c, InterleavedBlocksMatchBitwiseReference) {
+  std::mt19937_64 rng(test::RandomSeed());
+  const std::string data = RandomBytes(&rng, 200000);
+  std::vector<size_t> lengths;
+  for (size_t base : {size_t{768}, size_t{1536}, size_t{24576}, size_t{49152}, size_t{24576 + 768}, size_t{3 * 24576 + 2 * 768}}) {
+    for (size_t d = 0; d < 20; d++) {
+      lengths.push_back(base + d);
+      lengths.push_back(base - 1 - d);
+    }
+  }
+  lengths.push_back(data.size() - 8);
+  for (size_t align = 0; align < 8; align++) {
+    for (size_t n : lengths) {
+      const uint32_t init = static_cast<uint32_t>(rng());
+      const uint32_t want = BitwiseCrc(init, data.data() + align, n);
+      for (const Impl& impl : Implementations()) {
+        ASSERT_EQ(impl.extend(init, data.data() + align, n), want) << impl.name << ", length " << n << ", alignment " << align;
+      }
+    }
+  }
+}
+
 TEST(Crc32c, HardwareReportedWhenAvailable) {
 #ifdef OYSTER_CRC32C_X86
   ASSERT_EQ(crc32c::HardwareAccelerated(), crc32c_copy::oyster::crc32c::DetectSse42());

@@ -1,6 +1,7 @@
 #include "util/crc32c.h"
 
 #include <cstring>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -58,21 +59,108 @@ uint32_t ExtendPortable(uint32_t crc, const char* data, size_t n) {
   return ~c;
 }
 
-#ifdef OYSTER_CRC32C_X86
-__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const char* data,
-                                                         size_t n) {
-  const auto* p = reinterpret_cast<const unsigned char*>(data);
-  uint64_t c = ~crc;
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-    p += 8;
-    n -= 8;
+// Appending n zero bytes to a message is a linear map of its CRC register:
+// Shifter holds that map for one n, byte-sliced into four tables, so that
+// the CRCs of consecutive blocks computed independently can be joined:
+// crc(A || B) = Shift_len(B)(crc(A)) ^ crc_from_zero(B).
+class Shifter {
+ public:
+  explicit Shifter(size_t zero_bytes) {
+    uint32_t op[32];
+    ZerosOperator(zero_bytes, op);
+    for (uint32_t i = 0; i < 256; i++) {
+      for (int k = 0; k < 4; k++) t_[k][i] = Times(op, i << (8 * k));
+    }
   }
-  uint32_t c32 = static_cast<uint32_t>(c);
-  while (n-- > 0) c32 = _mm_crc32_u8(c32, *p++);
-  return ~c32;
+
+  uint32_t Shift(uint32_t crc) const {
+    return t_[0][crc & 0xFF] ^ t_[1][(crc >> 8) & 0xFF] ^ t_[2][(crc >> 16) & 0xFF] ^ t_[3][crc >> 24];
+  }
+
+ private:
+  // A 32x32 matrix over GF(2) (one column per bit) times a vector.
+  static uint32_t Times(const uint32_t* mat, uint32_t vec) {
+    uint32_t sum = 0;
+    for (; vec != 0; vec >>= 1, mat++) {
+      if (vec & 1) sum ^= *mat;
+    }
+    return sum;
+  }
+
+  static void Square(const uint32_t* mat, uint32_t* out) {
+    for (int n = 0; n < 32; n++) out[n] = Times(mat, mat[n]);
+  }
+
+  // The map of appending `bytes` zero bytes (a power of two) to a message.
+  static void ZerosOperator(size_t bytes, uint32_t* out) {
+    uint32_t a[32], b[32];
+    a[0] = kPoly;  // one zero bit
+    for (int n = 1; n < 32; n++) a[n] = 1u << (n - 1);
+    Square(a, b);  // two bits
+    Square(b, a);  // four bits
+    Square(a, b);  // one byte
+    uint32_t* cur = b;
+    uint32_t* other = a;
+    for (; bytes > 1; bytes >>= 1) {
+      Square(cur, other);
+      std::swap(cur, other);
+    }
+    std::memcpy(out, cur, sizeof(a));
+  }
+
+  uint32_t t_[4][256];
+};
+
+#ifdef OYSTER_CRC32C_X86
+// The crc32 instruction has a latency of three cycles and a throughput of
+// one per cycle: three independent streams over adjacent blocks keep it
+// busy, and their CRCs are joined by Shifter. Blocks of kLong bytes for
+// long inputs, kShort for the rest, single words and bytes at the end.
+constexpr size_t kLong = 8192;
+constexpr size_t kShort = 256;
+
+const Shifter& LongShifter() {
+  static const Shifter s(kLong);
+  return s;
+}
+
+const Shifter& ShortShifter() {
+  static const Shifter s(kShort);
+  return s;
+}
+
+__attribute__((target("sse4.2"))) inline uint64_t Word(uint64_t crc, const unsigned char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return _mm_crc32_u64(crc, w);
+}
+
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const char* data, size_t n) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  uint64_t c0 = ~crc & 0xFFFFFFFFu;
+  // Words from an 8-byte boundary on.
+  while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
+    c0 = _mm_crc32_u8(static_cast<uint32_t>(c0), *p++);
+    n--;
+  }
+  for (const auto& [block, shifter] : {std::pair<size_t, const Shifter*>{kLong, &LongShifter()}, {kShort, &ShortShifter()}}) {
+    while (n >= 3 * block) {
+      uint64_t c1 = 0, c2 = 0;
+      for (const unsigned char* end = p + block; p < end; p += 8) {
+        c0 = Word(c0, p);
+        c1 = Word(c1, p + block);
+        c2 = Word(c2, p + 2 * block);
+      }
+      c0 = shifter->Shift(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c1);
+      c0 = shifter->Shift(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c2);
+      p += 2 * block;
+      n -= 3 * block;
+    }
+  }
+  for (; n >= 8; n -= 8, p += 8) c0 = Word(c0, p);
+  uint32_t c = static_cast<uint32_t>(c0);
+  while (n-- > 0) c = _mm_crc32_u8(c, *p++);
+  return ~c;
 }
 
 bool DetectSse42() {
