@@ -1,4 +1,4 @@
-// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5]
+// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5] [--small-only | --large-only]
 //
 // REST data API throughput and latency of a real oysterd (one node, one
 // disk, spawned on a temporary configuration as the tests do) against the
@@ -16,10 +16,13 @@
 // wrk thread, GETs of random loaded keys and POSTs of 1 KiB to random keys,
 // rounds alternating between the servers; each round's ratio counts, and
 // the medians are printed with the server CPU per request.
+//
+// Then large values against nginx where it is installed (bench/http-large.ts).
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
+import { largeValues } from './http-large';
 import { arg, benchDir, cpuSeconds, fmt, machine, Phase, restClient, Send, sequence, table, timedWindow } from './lib';
 
 const KEYS = arg('keys', 100_000);
@@ -30,6 +33,10 @@ const ROUNDS = arg('rounds', 4);
 const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
 const WRK_SECONDS = arg('wrk-seconds', 5);
 const VALUE = 1024;
+// --small-only: leave out the large values against nginx.
+const ONLY_SMALL = process.argv.includes('--small-only');
+// --large-only: only the large values against nginx.
+const ONLY_LARGE = process.argv.includes('--large-only');
 
 interface ServerPhase extends Phase {
   /** CPU time of the server process (all its threads) per request, µs. */
@@ -172,9 +179,13 @@ async function main(): Promise<void> {
       { url: oyster.url, pid: oyster.child.pid! },
       { url: c.url, pid: c.child.pid! },
     ];
+    console.log(`# REST data API benchmark\n\n${machine()}`);
+    if (ONLY_LARGE) {
+      await largeValues(dir, targets[0], { rounds: ROUNDS, wrkSeconds: WRK_SECONDS, connections: CONCURRENCY });
+      return;
+    }
     const clients = targets.map((t) => ({ ...restClient(t.url, CONCURRENCY, CLIENT === 'undici'), pid: t.pid }));
     const clientName = clients[0].name;
-    console.log(`# REST data API benchmark\n\n${machine()}`);
     console.log(
       `client: ${clientName} in one process, ${CONCURRENCY} keep-alive connections; ${fmt(KEYS)} keys of ${VALUE} B loaded, then ` +
         `${fmt(GETS)} GETs and ${fmt(POSTS)} POSTs per round, ${ROUNDS} round(s), best round counts; oysterd: 1 node, 1 disk, 4 vdisks, defaults\n`,
@@ -216,6 +227,7 @@ async function main(): Promise<void> {
     console.log(`\ntargets: GET ≥ 0.8×, POST ≥ 0.7× of the ceiling (ops/s); CPU µs/op: server process, all threads, per request`);
     for (const cl of clients) await cl.close();
     wrkRounds(dir, targets);
+    if (!ONLY_SMALL) await largeValues(dir, targets[0], { rounds: ROUNDS, wrkSeconds: WRK_SECONDS, connections: CONCURRENCY });
   } finally {
     ceiling?.kill('SIGTERM');
     if (oyster) await oyster.stop();
