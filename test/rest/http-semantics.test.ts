@@ -141,4 +141,22 @@ t.test('HTTP semantics of the data API', async (t) => {
     t.same(statuses, expected, 'each GET sees the write just before it');
     for (let i = 0; i < rounds; i++) t.ok(answer.includes(`value ${i}`), `GET ${i} answered its POST's value`);
   });
+
+  t.test('a connection closed with pipelined requests waiting leaves nothing behind', async (t) => {
+    const port = Number(new URL(node.url).port);
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => {
+        const s = net.connect(port, '127.0.0.1', () => {
+          // A body that never completes holds the first request; the others wait behind it.
+          s.write(`POST /data/${8000 + i} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\npartial`);
+          s.write(`GET /data/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /data/2 HTTP/1.1\r\nHost: x\r\n\r\n`);
+          setTimeout(() => s.destroy(), 50);
+        });
+        s.on('error', () => undefined);
+        return new Promise((resolve) => s.on('close', resolve));
+      }),
+    );
+    t.equal((await api.get('/data/1')).status, 200, 'the node serves on');
+    for (let i = 0; i < 50; i++) if ((await api.get(`/data/${8000 + i}`)).status !== 404) t.fail(`key ${8000 + i}: a partial body was stored`);
+  });
 });
