@@ -96,7 +96,9 @@ class UncachedFile {
 
 // Whether every page of the range is in the page cache, by cachestat(2)
 // (Linux 6.5+), which unlike a RWF_NOWAIT read starts no readahead; false
-// where the kernel cannot tell.
+// where the kernel cannot tell (older kernels, or a seccomp filter that
+// refuses the call, as the packaged unit's does with EPERM): then the range
+// is read around the cache, which costs disk bandwidth, never correctness.
 bool InPageCache(int fd, uint64_t offset, size_t n) {
 #if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
   constexpr long kCachestat = 451;  // the same number in both system call tables
