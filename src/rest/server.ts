@@ -35,7 +35,14 @@ export interface ServerLimits {
 /** HTTPS when `tls` is given (node.yaml tls.rest). */
 export function createRestServer(app: Koa, limits: ServerLimits, tls?: { cert: Buffer; key: Buffer }): http.Server {
   // bob (hyper) serves HTTP/1.1 requests without a Host header; Node would answer them with a bare 400.
-  const options: http.ServerOptions = { requireHostHeader: false, headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs };
+  const options: http.ServerOptions = {
+    requireHostHeader: false,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // Node looks for requests past their time every 30 s by default: a limit
+    // of seconds is kept to within a quarter of itself.
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4))),
+  };
   const server: http.Server = tls ? https.createServer({ ...options, cert: tls.cert, key: tls.key }, app.callback()) : http.createServer(options, app.callback());
   // Connections past it are closed as they arrive: each costs memory before it sends a byte.
   server.maxConnections = limits.maxConnections;
