@@ -15,6 +15,8 @@ namespace {
 
 // Bytes moved by one system call; also the size of a thread's bounce buffer.
 constexpr size_t kPiece = 1 << 20;
+// So a piece rounded up to the alignment still fits the bounce buffer.
+static_assert(kPiece % kUncachedAlignment == 0, "pieces are whole aligned blocks");
 
 struct FreeAligned {
   void operator()(char* p) const { std::free(p); }
@@ -41,7 +43,6 @@ class UncachedFile {
   }
 
   Status Open(const std::string& path, int flags, bool direct) {
-    path_ = path;
     if (direct) {
       fd_ = ::open(path.c_str(), flags | O_CLOEXEC | O_DIRECT);
       if (fd_ >= 0) {
@@ -66,15 +67,18 @@ class UncachedFile {
   // Turns O_DIRECT off for what follows.
   void Cached() { SetDirect(false); }
 
-  // A direct call failed with EINVAL (an alignment the device wants larger):
-  // the rest goes through the cache.
-  void RefuseDirect() {
+  // After a read or write that failed (errno set): whether to try it again
+  // — EINTR, or EINVAL of a direct call (an alignment the device wants
+  // larger), after which the rest goes through the cache.
+  bool Retry(bool direct) {
+    if (errno == EINTR) return true;
+    if (!direct || errno != EINVAL) return false;
     direct_allowed_ = false;
     SetDirect(false);
+    return true;
   }
 
   int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
 
  private:
   bool SetDirect(bool want) {
@@ -88,7 +92,6 @@ class UncachedFile {
     return direct_;
   }
 
-  std::string path_;
   int fd_ = -1;
   bool direct_ = false;
   bool direct_allowed_ = true;
@@ -109,7 +112,7 @@ bool InPageCache(int fd, uint64_t offset, size_t n) {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
   } stat = {};
   if (n == 0 || ::syscall(kCachestat, fd, &range, &stat, 0) != 0) return false;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   return stat.nr_cache >= (offset + n - 1) / page - offset / page + 1;
 #else
   return false;
@@ -134,16 +137,12 @@ Status ReadUncached(const std::string& path, uint64_t offset, size_t n, char* bu
     // A direct read may ask for more than wanted, up to the alignment: the
     // file's end cuts it short anyway.
     size_t aligned = (want + kUncachedAlignment - 1) / kUncachedAlignment * kUncachedAlignment;
-    bool direct = !cached && aligned <= kPiece && file.Direct(at, aligned);
+    bool direct = !cached && file.Direct(at, aligned);
     if (!direct) file.Cached();
     ssize_t r = direct ? ::pread(file.fd(), bounce, aligned, static_cast<off_t>(at))
                        : ::pread(file.fd(), buf + done, want, static_cast<off_t>(at));
     if (r < 0) {
-      if (errno == EINTR) continue;
-      if (direct && errno == EINVAL) {
-        file.RefuseDirect();
-        continue;
-      }
+      if (file.Retry(direct)) continue;
       return Status::IOError("read " + path, errno);
     }
     if (r == 0) break;
@@ -171,11 +170,7 @@ Status WriteUncached(const std::string& path, uint64_t offset, const char* data,
     if (direct) std::memcpy(bounce, data + done, want);
     ssize_t w = ::pwrite(file.fd(), direct ? bounce : data + done, want, static_cast<off_t>(at));
     if (w < 0) {
-      if (errno == EINTR) continue;
-      if (direct && errno == EINVAL) {
-        file.RefuseDirect();
-        continue;
-      }
+      if (file.Retry(direct)) continue;
       return Status::IOError("write " + path, errno);
     }
     if (w == 0) return Status::IOError("write " + path + " made no progress", EIO);
