@@ -8,8 +8,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { cpuSeconds, fmt, table } from './lib';
-import { Nginx, nginxInstalled, startNginx } from './nginx';
+import { cpuSeconds, fmt, median, runWrk, table, WrkRun } from './lib';
+import { Nginx, nginxInstalled, nginxVersion, startNginx } from './nginx';
 
 const MiB = 1024 * 1024;
 const SMALL_KEYS = 64;
@@ -37,17 +37,7 @@ function send(url: string, method: string, body?: Buffer): Promise<{ status: num
   });
 }
 
-function wrk(server: Server, script: string, seconds: number, connections: number): { rps: number; cpuUs: number } {
-  const cpu0 = cpuOf(server);
-  const r = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', script, server.url], { encoding: 'utf8' });
-  const cpu = cpuOf(server) - cpu0;
-  const out = r.stdout ?? '';
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
-  if (r.status !== 0 || !(requests > 0) || /Non-2xx|Socket errors/.test(out)) throw new Error(`wrk against ${server.name} failed:\n${out}${r.stderr ?? ''}`);
-  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]), cpuUs: (cpu / requests) * 1e6 };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const wrk = (s: Server, script: string, seconds: number, connections: number) => runWrk({ url: s.url, pids: s.pids(), script, seconds, connections });
 
 export async function largeValues(dir: string, oyster: { url: string; pid: number }, o: { rounds: number; wrkSeconds: number; connections: number }): Promise<void> {
   if (!nginxInstalled() || spawnSync('wrk', ['--version']).error) {
@@ -81,7 +71,7 @@ export async function largeValues(dir: string, oyster: { url: string; pid: numbe
     }
     const rows: Array<Record<string, string>> = [];
     for (const what of ['GET', 'write'] as const) {
-      const runs = servers.map(() => [] as Array<{ rps: number; cpuUs: number }>);
+      const runs = servers.map(() => [] as WrkRun[]);
       for (let round = 0; round < o.rounds; round++) {
         for (const [i, s] of servers.entries()) runs[i].push(wrk(s, what === 'GET' ? scripts.GET : scripts[s.write], o.wrkSeconds, o.connections));
       }
@@ -146,9 +136,4 @@ export async function largeValues(dir: string, oyster: { url: string; pid: numbe
   } finally {
     await nginx?.stop();
   }
-}
-
-function nginxVersion(): string {
-  const r = spawnSync(fs.existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx', ['-v'], { encoding: 'utf8' });
-  return (r.stderr ?? '').trim().replace(/^nginx version: /, '');
 }

@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
 import { largeValues } from './http-large';
-import { arg, benchDir, cpuSeconds, fmt, machine, Phase, restClient, Send, sequence, table, timedWindow } from './lib';
+import { arg, benchDir, cpuSeconds, fmt, machine, median, Phase, restClient, runWrk, Send, sequence, table, timedWindow, WrkRun } from './lib';
 
 const KEYS = arg('keys', 100_000);
 const GETS = arg('gets', 100_000);
@@ -75,43 +75,8 @@ async function posts(pid: number, send: Send, seed: number, n: number): Promise<
   });
 }
 
-interface WrkRun {
-  rps: number;
-  requests: number;
-  p50Ms: number;
-  p99Ms: number;
-  cpuUs: number;
-}
-
-/** wrk's latency figure ("1.23ms", "850.00us", "1.01s") in ms. */
-function wrkMs(v: string): number {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
-  if (!m) return NaN;
-  return Number(m[1]) * (m[2] === 'us' ? 1e-3 : m[2] === 's' ? 1e3 : 1);
-}
-
 /** One wrk run of WRK_SECONDS against `url` with `script`; the server's CPU per request. */
-function wrk(url: string, pid: number, script: string): WrkRun {
-  const cpu0 = cpuSeconds(pid);
-  const r = spawnSync('wrk', ['-t1', `-c${CONCURRENCY}`, `-d${WRK_SECONDS}s`, '--latency', '-s', script, url], { encoding: 'utf8' });
-  const cpu = cpuSeconds(pid) - cpu0;
-  const out = r.stdout ?? '';
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
-  const failed = /Non-2xx or 3xx responses: (\d+)/.exec(out) ?? /Socket errors: (.*)/.exec(out);
-  if (r.status !== 0 || !(requests > 0) || failed) throw new Error(`wrk against ${url} failed:\n${out}${r.stderr ?? ''}`);
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
-    requests,
-    p50Ms: wrkMs(/ 50%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    p99Ms: wrkMs(/ 99%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    cpuUs: (cpu / requests) * 1e6,
-  };
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const wrk = (url: string, pid: number, script: string): WrkRun => runWrk({ url, pids: [pid], script, seconds: WRK_SECONDS, connections: CONCURRENCY });
 
 /** GET and POST with wrk, rounds alternating between oysterd and the ceiling. */
 function wrkRounds(dir: string, targets: Array<{ url: string; pid: number }>): void {

@@ -1,4 +1,5 @@
 // Small helpers shared by the benchmarks.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -150,4 +151,44 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+export interface WrkRun {
+  rps: number;
+  requests: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** CPU of the server's processes per request, µs. */
+  cpuUs: number;
+}
+
+/** wrk's latency figure ("1.23ms", "850.00us", "1.01s") in ms. */
+function wrkMs(v: string): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
+  if (!m) return NaN;
+  return Number(m[1]) * (m[2] === 'us' ? 1e-3 : m[2] === 's' ? 1e3 : 1);
+}
+
+/** One run of wrk (one thread) against `url` with the Lua `script`; CPU counted over the server's `pids`. */
+export function runWrk(o: { url: string; pids: number[]; script: string; seconds: number; connections: number }): WrkRun {
+  const cpu = () => o.pids.reduce((a, p) => a + cpuSeconds(p), 0);
+  const cpu0 = cpu();
+  const r = spawnSync('wrk', ['-t1', `-c${o.connections}`, `-d${o.seconds}s`, '--latency', '-s', o.script, o.url], { encoding: 'utf8' });
+  const used = cpu() - cpu0;
+  const out = r.stdout ?? '';
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  const failed = /Non-2xx or 3xx responses: (\d+)/.exec(out) ?? /Socket errors: (.*)/.exec(out);
+  if (r.status !== 0 || !(requests > 0) || failed) throw new Error(`wrk against ${o.url} failed:\n${out}${r.stderr ?? ''}`);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    requests,
+    p50Ms: wrkMs(/ 50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99Ms: wrkMs(/ 99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    cpuUs: (used / requests) * 1e6,
+  };
 }

@@ -14,8 +14,15 @@ export interface Nginx {
   stop: () => Promise<void>;
 }
 
+// Debian installs it in /usr/sbin, which a non-root PATH may lack.
+const NGINX = fs.existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
+
 export function nginxInstalled(): boolean {
-  return !spawnSync('nginx', ['-v']).error || fs.existsSync('/usr/sbin/nginx');
+  return !spawnSync(NGINX, ['-v']).error;
+}
+
+export function nginxVersion(): string {
+  return (spawnSync(NGINX, ['-v'], { encoding: 'utf8' }).stderr ?? '').trim().replace(/^nginx version: /, '');
 }
 
 function freePort(): Promise<number> {
@@ -64,8 +71,7 @@ http {
 }
 `,
   );
-  const bin = fs.existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
-  const child: ChildProcess = spawn(bin, ['-c', conf, '-p', dir, '-e', `${dir}/error.log`], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(NGINX, ['-c', conf, '-p', dir, '-e', `${dir}/error.log`], { stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     try {
