@@ -30,7 +30,7 @@ export class BodyBudget {
   }
 
   /** Takes `bytes` now if they fit (or nothing else is held and nobody waits); false otherwise. */
-  tryTake(bytes: number): boolean {
+  private tryTake(bytes: number): boolean {
     if (this.waiting.length > 0 || !this.fits(bytes)) return false;
     this.used += bytes;
     this.onChange(this.used);
