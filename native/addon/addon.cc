@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "addon/addon_data.h"
+#include "addon/cache_wrap.h"
 #include "addon/engine_wrap.h"
 #include "addon/files_wrap.h"
 #include "addon/tools_wrap.h"
@@ -43,9 +44,12 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     return exports;
   }
   data->engine_ctor() = Napi::Persistent(EngineWrap::Define(env));
+  Napi::Function cache = CacheWrap::Define(env);
+  data->cache_ctor() = Napi::Persistent(cache);
 
   exports.Set("open", Napi::Function::New(env, &EngineWrap::Open, "open"));
   exports.Set("EngineSet", EngineSetWrap::Define(env));
+  exports.Set("Cache", cache);
   exports.Set("crc32c", Napi::Function::New(env, &Crc32c, "crc32c"));
   exports.Set("tools", ToolsExports(env));
   exports.Set("files", FilesExports(env));

@@ -25,6 +25,7 @@ void AddonData::Unref() {
 void AddonData::OnEnvFinalize(napi_env, void* data, void*) {
   auto* d = static_cast<AddonData*>(data);
   d->engine_ctor_.Reset();
+  d->cache_ctor_.Reset();
   d->Teardown();
   if (d->queue_alive_) d->queue_.Release();
   d->Unref();

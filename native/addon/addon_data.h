@@ -1,5 +1,5 @@
 // Per-environment state of the addon: the I/O thread pool shared by all
-// engines, the completion queue and the Engine class constructor.
+// engines, the completion queue and the Engine and Cache class constructors.
 //
 // Two finalizers own it: the environment's (instance data) and the
 // completion queue's thread-safe function's. Node runs them in either order
@@ -25,6 +25,7 @@ class AddonData {
   ThreadPool* pool() { return pool_.get(); }
   CompletionQueue* queue() { return &queue_; }
   Napi::FunctionReference& engine_ctor() { return engine_ctor_; }
+  Napi::FunctionReference& cache_ctor() { return cache_ctor_; }
 
  private:
   AddonData() = default;
@@ -38,6 +39,7 @@ class AddonData {
   std::unique_ptr<ThreadPool> pool_;
   CompletionQueue queue_;
   Napi::FunctionReference engine_ctor_;
+  Napi::FunctionReference cache_ctor_;
   bool queue_alive_ = true;
   int owners_ = 2;
 };

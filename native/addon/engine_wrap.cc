@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "addon/cache_wrap.h"
 #include "addon/js_records.h"
 #include "addon/js_status.h"
 #include "addon/pool_op.h"
@@ -433,6 +434,9 @@ Napi::Value EngineWrap::Open(const Napi::CallbackInfo& info) {
     }
     opts.blob_file_prefix = prefix.As<Napi::String>().Utf8Value();
   }
+  bool ok = false;
+  opts.cache = CacheWrap::FromOption(o.Get("cache"), &ok);
+  if (!ok) return env.Undefined();
   opts.executor = env.GetInstanceData<AddonData>()->pool();
   Status s = opts.Validate();
   if (!s.ok()) {

@@ -218,9 +218,9 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     std::unique_ptr<File> index_file;
     s = fs_->OpenFile(index_path, false, &index_file);
     std::unique_ptr<IndexReader> reader;
-    if (s.ok()) s = IndexReader::Open(std::move(index_file), options_.key_size, id, size, &reader);
+    if (s.ok()) s = IndexReader::Open(std::move(index_file), options_.key_size, id, size, &reader, options_.cache);
     if (s.ok()) {
-      blobs->push_back(std::make_shared<Blob>(id, format, std::move(file), size, std::move(reader)));
+      blobs->push_back(std::make_shared<Blob>(id, format, std::move(file), size, std::move(reader), options_.cache));
       report->indexes_loaded++;
       return Status::OK();
     }
@@ -272,7 +272,7 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     return Status::OK();
   }
   auto blob = std::make_shared<Blob>(id, format, std::move(file), scan.valid_end, std::move(index), scan.records,
-                                     max_version, max_stamp);
+                                     max_version, max_stamp, options_.cache);
   // What survived the crash in the page cache becomes durable before new
   // records are appended behind it.
   s = blob->file()->Sync();
@@ -681,7 +681,7 @@ Status Engine::CreateActiveBlobLocked() {
     return s;
   }
   auto blob = std::make_shared<Blob>(id, kBlobFormatVersion, std::move(file), kBlobHeaderSize,
-                                     std::make_unique<ActiveIndex>(options_.key_size), 0, Version(), 0);
+                                     std::make_unique<ActiveIndex>(options_.key_size), 0, Version(), 0, options_.cache);
   std::vector<std::shared_ptr<Blob>> blobs{blob};
   std::shared_ptr<const BlobSet> set = Current();
   for (const auto& b : set->blobs) blobs.push_back(b);
@@ -734,6 +734,7 @@ Status Engine::WriteIndexFile(const Blob& blob, uint64_t records, uint64_t max_s
   p.records_total = records;
   p.max_stamp = max_stamp;
   p.bloom_bits_per_key = options_.bloom_bits_per_key;
+  p.cache = options_.cache;
   return BuildIndexFile(fs_, p, index, reader);
 }
 

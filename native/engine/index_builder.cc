@@ -112,7 +112,7 @@ Status BuildIndexFile(FileSystem* fs, const IndexBuildParams& p, const ActiveInd
   // Reopen under the final name so that errors name the file an operator sees.
   s = fs->OpenFile(final_name, false, &file);
   if (!s.ok()) return s;
-  reader->reset(new IndexReader(std::move(file), h, std::move(fences), std::move(bloom)));
+  reader->reset(new IndexReader(std::move(file), h, std::move(fences), std::move(bloom), p.cache));
   return Status::OK();
 }
 

@@ -25,6 +25,8 @@ struct IndexBuildParams {
   // (the entries alone may not hold it).
   uint64_t max_stamp = 0;
   uint32_t bloom_bits_per_key = 0;
+  // The read cache of the reader returned.
+  std::shared_ptr<Cache> cache;
 };
 
 // On success *reader serves lookups from the new file.

@@ -9,11 +9,16 @@
 namespace oyster {
 
 IndexReader::IndexReader(std::unique_ptr<File> file, const IndexHeader& header,
-                         std::vector<char> fences, BloomFilter bloom)
-    : file_(std::move(file)), header_(header), fences_(std::move(fences)), bloom_(std::move(bloom)) {}
+                         std::vector<char> fences, BloomFilter bloom, std::shared_ptr<Cache> cache)
+    : file_(std::move(file)),
+      header_(header),
+      fences_(std::move(fences)),
+      bloom_(std::move(bloom)),
+      cache_(std::move(cache)) {}
 
 Status IndexReader::Open(std::unique_ptr<File> file, size_t key_size, uint64_t blob_id,
-                         uint64_t blob_size, std::unique_ptr<IndexReader>* reader) {
+                         uint64_t blob_size, std::unique_ptr<IndexReader>* reader,
+                         std::shared_ptr<Cache> cache) {
   char hbuf[kIndexHeaderSize];
   size_t n = 0;
   Status s = file->Read(0, kIndexHeaderSize, hbuf, &n);
@@ -47,22 +52,27 @@ Status IndexReader::Open(std::unique_ptr<File> file, size_t key_size, uint64_t b
     crc = crc32c::Extend(crc, bloom.data(), bloom.bytes());
   }
   if (crc != h.sections_crc) return Status::Corruption("index fences or filter checksum mismatch");
-  reader->reset(new IndexReader(std::move(file), h, std::move(fences), std::move(bloom)));
+  reader->reset(new IndexReader(std::move(file), h, std::move(fences), std::move(bloom), std::move(cache)));
   return Status::OK();
 }
 
-Status IndexReader::ReadBlock(uint64_t block, char* buf, bool no_wait) const {
-  size_t n = 0;
+Status IndexReader::ReadBlock(uint64_t block, char* buf, bool no_wait, bool cached) const {
   const uint64_t offset = header_.blocks_offset + block * header_.block_size;
-  Status s = no_wait ? file_->ReadNoWait(offset, header_.block_size, buf, &n)
-                     : file_->Read(offset, header_.block_size, buf, &n);
-  if (!s.ok()) return s;
-  if (n != header_.block_size) return Status::Corruption("index block truncated in " + file_->path());
+  const bool hit = cached && cache_.Lookup(offset, header_.block_size, buf, no_wait);
+  if (!hit) {
+    size_t n = 0;
+    Status s = no_wait ? file_->ReadNoWait(offset, header_.block_size, buf, &n)
+                       : file_->Read(offset, header_.block_size, buf, &n);
+    if (!s.ok()) return s;
+    if (n != header_.block_size) return Status::Corruption("index block truncated in " + file_->path());
+  }
+  // Cached blocks are checked as read ones are: memory can fail too.
   size_t body = header_.block_size - kIndexBlockTrailer;
   if (DecodeFixed32(buf + body) != crc32c::Value(buf, body)) {
     return Status::Corruption("index block " + std::to_string(block) + " checksum mismatch in " +
                               file_->path());
   }
+  if (cached && !hit) cache_.Insert(offset, buf, header_.block_size, no_wait);
   return Status::OK();
 }
 
@@ -82,7 +92,7 @@ Status IndexReader::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool
   // Lookups are frequent and blocks small: reuse one buffer per thread.
   thread_local std::vector<char> buf;
   buf.resize(header_.block_size);
-  Status s = ReadBlock(lo, buf.data(), no_wait);
+  Status s = ReadBlock(lo, buf.data(), no_wait, /*cached=*/true);
   if (!s.ok()) return s;
   uint64_t in_block = header_.entries_per_block;
   if (lo == header_.block_count - 1) in_block = header_.entry_count - lo * header_.entries_per_block;
@@ -105,7 +115,7 @@ Status IndexReader::ForEach(const std::function<void(const char*, const IndexEnt
   std::unique_ptr<char[]> buf(new char[header_.block_size]);
   uint64_t left = header_.entry_count;
   for (uint64_t b = 0; b < header_.block_count; b++) {
-    Status s = ReadBlock(b, buf.get(), /*no_wait=*/false);
+    Status s = ReadBlock(b, buf.get(), /*no_wait=*/false, /*cached=*/false);
     if (!s.ok()) return s;
     uint64_t n = left < header_.entries_per_block ? left : header_.entries_per_block;
     for (uint64_t i = 0; i < n; i++) {

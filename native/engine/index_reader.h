@@ -12,6 +12,7 @@
 
 #include "engine/bloom_filter.h"
 #include "engine/index_format.h"
+#include "util/cache.h"
 #include "util/file_system.h"
 #include "util/status.h"
 
@@ -21,12 +22,14 @@ class IndexReader {
  public:
   // Opens the index file of blob `blob_id`; Corruption if the file is damaged
   // or does not describe a blob of exactly `blob_size` bytes with `key_size` keys.
+  // Blocks read by Find go through `cache` (none: every lookup reads its block).
   static Status Open(std::unique_ptr<File> file, size_t key_size, uint64_t blob_id,
-                     uint64_t blob_size, std::unique_ptr<IndexReader>* reader);
+                     uint64_t blob_size, std::unique_ptr<IndexReader>* reader,
+                     std::shared_ptr<Cache> cache = nullptr);
 
   // For a file just written by the builder, without reading it back.
   IndexReader(std::unique_ptr<File> file, const IndexHeader& header, std::vector<char> fences,
-              BloomFilter bloom);
+              BloomFilter bloom, std::shared_ptr<Cache> cache);
 
   // *found is false when the key has no record in the blob. Corruption when
   // the block holding the key fails its checksum. With no_wait, WouldBlock
@@ -43,13 +46,15 @@ class IndexReader {
   uint64_t file_size() const { return header_.file_size(); }
 
  private:
-  Status ReadBlock(uint64_t block, char* buf, bool no_wait) const;
+  // Reads and verifies a block; through the cache for lookups, around it for scans.
+  Status ReadBlock(uint64_t block, char* buf, bool no_wait, bool cached) const;
   const char* fence(uint64_t i) const { return fences_.data() + i * header_.key_size; }
 
   std::unique_ptr<File> file_;
   IndexHeader header_;
   std::vector<char> fences_;  // first key of each block, then the largest key
   BloomFilter bloom_;
+  FileCache cache_;
 };
 
 }  // namespace oyster

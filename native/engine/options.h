@@ -4,8 +4,10 @@
 #define OYSTER_ENGINE_OPTIONS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "util/cache.h"
 #include "util/file_system.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -34,6 +36,10 @@ struct EngineOptions {
   FileSystem* fs = nullptr;
   // Where background work (writes, index builds) runs. Required.
   Executor* executor = nullptr;
+  // Records and index blocks read are kept here and read from here again;
+  // usually one cache for every engine of the process. None: every read
+  // goes to the file.
+  std::shared_ptr<Cache> cache;
 
   Status Validate() const;
 };

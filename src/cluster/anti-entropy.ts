@@ -22,6 +22,7 @@ import { SnapshotEntry } from '../store/engine';
 import { files } from '../store/files';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
+import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, StoredRecord } from '../model/version';
 import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
@@ -66,7 +67,7 @@ interface Source {
   name: string;
   digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
   entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]>;
-  get(key: Buffer): Promise<StoredRecord | null>;
+  get(key: Buffer): MaybePromise<StoredRecord | null>;
   /** Its closed partition files, for an empty replica to copy whole (peers only). */
   files?(): Promise<Array<{ partition: string; files: Array<{ name: string; size: number }> }>>;
   /** Bytes of a closed file, in chunks, in order; fewer only at the end of the file. */

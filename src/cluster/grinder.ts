@@ -27,6 +27,7 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, KeyState, StoredRecord, StoredValue, Version } from '../model/version';
 import { DataApi } from '../model/data-api';
+import { MaybePromise } from '../model/maybe-promise';
 import { NodeStore } from '../store/node-store';
 import { Gathering } from './gathering';
 import { ExistAnswer, NodeApi } from '../model/node-api';
@@ -193,28 +194,38 @@ export class Grinder implements DataApi {
 
   // ------------------------------------------------------------------- GET
 
-  async get(key: Buffer): Promise<StoredValue | null> {
+  get(key: Buffer): MaybePromise<StoredValue | null> {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
-    const self = this.topology.self.name;
     const localAliens = this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk);
     // This node the vdisk's only replica, and no alien copies here: what it
     // holds is the answer, unless it holds nothing (alien copies elsewhere
     // are asked below, with this answer in hand).
-    let own: Promise<StoredRecord | null> | null = null;
-    if (targets.length === 1 && targets[0] === self && !localAliens) {
-      own = this.parts.local.get(key, 'normal');
-      let record: StoredRecord | null = null;
-      try {
-        record = await own;
-      } catch {
-        // asked again below, with the other places
-      }
-      if (record) {
-        this.clock.observe(record.version);
-        return record.kind === 'found' ? record : null;
-      }
+    if (targets.length === 1 && targets[0] === this.topology.self.name && !localAliens) {
+      const own = this.parts.local.get(key, 'normal');
+      if (!(own instanceof Promise)) return own !== null ? this.answer(own) : this.gather(key, vdisk, targets, localAliens, Promise.resolve(own));
+      // A failed read is asked again below, with the other places.
+      const again = () => this.gather(key, vdisk, targets, localAliens, own);
+      return own.then((r) => (r !== null ? this.answer(r) : again()), again);
     }
+    return this.gather(key, vdisk, targets, localAliens, null);
+  }
+
+  /** The newest record in hand is the answer: the clock follows it. */
+  private answer(record: StoredRecord): StoredValue | null {
+    this.clock.observe(record.version);
+    return record.kind === 'found' ? record : null;
+  }
+
+  /** get() over the replicas and alien copies; `own` is this node's answer when it was asked already. */
+  private async gather(
+    key: Buffer,
+    vdisk: number,
+    targets: string[],
+    localAliens: boolean,
+    own: Promise<StoredRecord | null> | null,
+  ): Promise<StoredValue | null> {
+    const self = this.topology.self.name;
     // Versions first: one replica — this node when it is one — is asked for
     // the record, the others for its version; peers known to be down are
     // not asked at all.
@@ -224,10 +235,10 @@ export class Grinder implements DataApi {
       up.map((n) => ({
         node: n,
         weight: this.topology.replicasOn(vdisk, n).length,
-        done: n === primary ? (n === self && own) || this.node(n).get(key, 'normal') : this.node(n).exist([key], 'normal').then((a) => a[0]),
+        done: n === primary ? (n === self && own) || Promise.resolve(this.node(n).get(key, 'normal')) : this.node(n).exist([key], 'normal').then((a) => a[0]),
       })),
     );
-    const aliensHere: Promise<StoredRecord | null> | null = localAliens ? this.parts.local.get(key, 'alien').catch(() => null) : null;
+    const aliensHere: Promise<StoredRecord | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien')).catch(() => null) : null;
     await replicas.until(this.readQuorum(vdisk, up));
     if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
 
@@ -243,7 +254,7 @@ export class Grinder implements DataApi {
     }
     // Answers of bob peers carry no version: their records are fetched.
     for (const a of answers) {
-      if (a.value !== null && a.value.version === null) newest = newerAnswer(await this.node(a.node).get(key, 'normal').catch(() => null), newest);
+      if (a.value !== null && a.value.version === null) newest = newerAnswer(await Promise.resolve(this.node(a.node).get(key, 'normal')).catch(() => null), newest);
     }
     const record = await this.withValue(key, newest, answers);
     if (record !== null) {

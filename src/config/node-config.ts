@@ -104,6 +104,8 @@ export interface NodeConfig {
   minFreeSpace: Space;
   /** Oyster: where the node keeps its record of its disks' identities (store/identity.ts). */
   stateDir?: string;
+  /** Oyster: bytes of records and index blocks kept in memory to be read again without a system call (0: none). */
+  readCacheSize: number;
   pearl: PearlConfig;
   metrics: MetricsConfig;
   tls?: TlsConfig;
@@ -130,6 +132,12 @@ export const DEFAULT_HTTP_REQUEST_TIMEOUT = 300 * SECOND;
  * its reserved blocks for root, which a service running as root would eat).
  */
 export const DEFAULT_MIN_FREE_SPACE: Space = { percent: 1 };
+/**
+ * The read cache: enough for the index blocks and small values a node
+ * serves most, small beside a storage server's memory (and beside the page
+ * cache, which holds the same bytes but costs a system call per read).
+ */
+export const DEFAULT_READ_CACHE_SIZE = 128 * MIB;
 
 /** bob's metrics defaults, used when node.yaml has no `metrics` section. */
 export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
@@ -215,6 +223,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
     httpRequestTimeout: root.duration('http_request_timeout', { default: DEFAULT_HTTP_REQUEST_TIMEOUT, check: positive }),
     minFreeSpace: root.space('min_free_space', { default: DEFAULT_MIN_FREE_SPACE }),
     stateDir: root.string('state_dir'),
+    readCacheSize: root.size('read_cache_size', { default: DEFAULT_READ_CACHE_SIZE }),
   };
   // Node refuses a server whose headers may take longer than the whole request.
   if (node.httpHeadersTimeout > node.httpRequestTimeout) {

@@ -1,5 +1,6 @@
 // The data operations a client asks of the cluster (REST /data, gRPC without
 // force_node): the node that receives them coordinates them.
+import { MaybePromise } from './maybe-promise';
 import { StoredValue, Version } from './version';
 
 export interface DataApi {
@@ -9,8 +10,11 @@ export interface DataApi {
    * version once the write is acknowledged.
    */
   put(key: Buffer, value: Buffer, timestamp?: number): Promise<Version>;
-  /** The newest value, or null when the key is absent or deleted. */
-  get(key: Buffer): Promise<StoredValue | null>;
+  /**
+   * The newest value, or null when the key is absent or deleted; at once,
+   * not as a promise, when this node could answer from memory alone.
+   */
+  get(key: Buffer): MaybePromise<StoredValue | null>;
   /** Whether each key's newest record is a value. */
   exist(keys: Buffer[]): Promise<boolean[]>;
   /** Writes tombstones, versioned as put's writes are. */

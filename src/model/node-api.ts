@@ -24,6 +24,7 @@
 // might hold a record newer than its answer (a disk out of service, a record
 // that failed its checksum, a peer unreachable): null is an answer only from
 // a node that looked everywhere the newest record could be.
+import { MaybePromise } from './maybe-promise';
 import { KeyState, StoredRecord, Version } from './version';
 
 /**
@@ -68,9 +69,11 @@ export interface NodeApi {
   /**
    * The newest record of key in the places `source` names, tombstones
    * included, or null when none holds a record of it. A bob peer answers
-   * null for a deleted key as well (it does not report tombstones).
+   * null for a deleted key as well (it does not report tombstones). The
+   * answer comes at once, not as a promise, when every place could give it
+   * from memory and the page cache.
    */
-  get(key: Buffer, source: GetSource): Promise<StoredRecord | null>;
+  get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
 
   /** For each key, what get() would answer, without the value. */
   exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]>;

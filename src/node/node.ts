@@ -23,6 +23,7 @@ import { Logger } from '../logging/logger';
 import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
 import { startMetricsListener } from '../metrics/listener';
 import { createMetrics, NodeMetrics } from '../metrics/registry';
+import { registerReadCacheMetrics } from '../metrics/read-cache';
 import { registerStorageGauges } from '../metrics/storage-gauges';
 import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
@@ -257,6 +258,7 @@ export class OysterNode {
       auth,
     );
     registerStorageGauges(this.metrics.registry, this.store);
+    registerReadCacheMetrics(this.metrics.registry, this.store.readCache);
     const server = createRestServer(
       app,
       { maxConnections: node.httpMaxConnections, headersTimeoutMs: node.httpHeadersTimeout, requestTimeoutMs: node.httpRequestTimeout },

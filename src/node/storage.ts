@@ -7,7 +7,7 @@ import { NodeStore } from '../store/node-store';
 import { StorageObserver, Vdisk } from '../store/vdisk';
 import { Topology } from '../model/topology';
 import { LoadedConfig } from '../config/load';
-import { EngineOptions } from '../store/engine';
+import { EngineOptions, newReadCache } from '../store/engine';
 import { ownerHash } from '../keys/owner-hash';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
@@ -43,6 +43,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
   const { node, cluster } = o.config;
   const { pearl } = node;
   const self = o.topology.self.name;
+  const readCache = newReadCache(node.readCacheSize);
   const engine: EngineOptions = {
     keySize: cluster.keySize,
     maxBlobSize: pearl.maxBlobSize,
@@ -50,6 +51,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     maxDirtyBytesBeforeSync: pearl.maxDirtyBytesBeforeSync,
     syncWrites: pearl.syncWrites,
     bloomBitsPerKey: bloomBitsPerKey(pearl.bloomFilterMaxBufBitsCount, pearl.maxDataInBlob),
+    cache: readCache,
   };
   const periodSeconds = Math.max(1, Math.round(pearl.settings.timestampPeriod / 1000));
   const vdisk = (disk: string, dir: string, id: number, alien: boolean) =>
@@ -112,7 +114,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     identity: pearl.alienDisk && where.name === pearl.alienDisk ? { node: self, disk: where.name, state } : undefined,
     onRefusal: (r) => o.onDiskRefusal?.(where.name, true, r),
   });
-  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, state, log: o.log });
+  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, state, readCache, log: o.log });
 }
 
 // bob sizes bloom filters in bits per blob; the engine in bits per key.

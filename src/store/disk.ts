@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Space } from '../config/reader';
 import { Logger } from '../logging/logger';
+import { MaybePromise } from '../model/maybe-promise';
 import { Version } from '../model/version';
 import { freeSpace, isDiskFailure, isNoSpace, mib } from './free-space';
 import { errors, OysterError } from '../model/errors';
@@ -146,18 +147,20 @@ export class Disk {
 
   /**
    * Runs an operation on this disk. Rejects with DCIsNotAvailable unless
-   * Ready; a device-level failure takes the disk NotReady.
+   * Ready; a device-level failure takes the disk NotReady. An operation that
+   * answers at once (a read from memory) is answered at once.
    */
-  use<T>(fn: () => Promise<T>): Promise<T> {
+  use<T>(fn: () => Promise<T>): Promise<T>;
+  use<T>(fn: () => MaybePromise<T>): MaybePromise<T>;
+  use<T>(fn: () => MaybePromise<T>): MaybePromise<T> {
     if (this._state !== 'Ready') return Promise.reject(errors.diskNotReady(this.name));
-    // Not an async function: on every request's path, one promise less.
-    let running: Promise<T>;
+    let running: MaybePromise<T>;
     try {
       running = fn();
     } catch (err) {
       return this.failed(err);
     }
-    return running.then(undefined, this.failed);
+    return running instanceof Promise ? running.then(undefined, this.failed) : running;
   }
 
   /** The rejection of an operation that failed with `err` (use()); a device-level failure takes the disk NotReady. */

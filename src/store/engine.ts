@@ -3,9 +3,20 @@
 // Records are ordered by src/model/version.ts (compareRecords): the engine
 // applies the same rule when it chooses among the records of a key.
 import { KeyState, StoredRecord, Version } from '../model/version';
-import { native, NativeEngine, NativeEngineSet, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
+import { native, NativeCache, NativeEngine, NativeEngineSet, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
 
 export type EngineOptions = NativeOpenOptions;
+export type ReadCache = NativeCache;
+
+/**
+ * A read cache of `capacity` bytes (0: none) for EngineOptions.cache: what a
+ * read found is kept, so that reading it again costs no system call. Entries
+ * are keyed by the file they came from and their offset there, and files
+ * never change where records are, so an entry never goes stale.
+ */
+export function newReadCache(capacity: number): ReadCache {
+  return new native.Cache(capacity);
+}
 export type RecoveryReport = NativeRecovery;
 export type EngineStats = NativeStats;
 

@@ -11,6 +11,13 @@ export interface NativeOpenOptions {
   syncWrites?: boolean;
   bloomBitsPerKey?: number;
   blobFilePrefix?: string;
+  /** Where records and index blocks read are kept and read again (one cache for every engine of the node). */
+  cache?: NativeCache;
+}
+
+/** A read cache (native/util/cache.h): the records and index blocks read last, within `capacity` bytes. */
+export interface NativeCache {
+  stats(): { capacity: number; usage: number; entries: number; hits: number; misses: number };
 }
 
 export interface NativeRecovery {
@@ -90,6 +97,7 @@ export interface NativeFiles {
 export interface NativeAddon {
   open(dir: string, options: NativeOpenOptions): Promise<{ engine: NativeEngine; recovery: NativeRecovery }>;
   EngineSet: new (engines: NativeEngine[], into: Buffer, meta: Float64Array) => NativeEngineSet;
+  Cache: new (capacity: number) => NativeCache;
   crc32c(data: Buffer): number;
   files: NativeFiles;
   poolSize: number;

@@ -8,10 +8,12 @@ import { groupByVdisk, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { errors, isOysterError, OysterError } from '../model/errors';
+import { MaybePromise } from '../model/maybe-promise';
 import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
 import { compareRecords, compareVersions, KeyState, newerOf, StoredRecord, Version } from '../model/version';
 import { Disk } from './disk';
+import { ReadCache } from './engine';
 import { NodeState } from './identity';
 import { Vdisk } from './vdisk';
 
@@ -26,6 +28,8 @@ export interface NodeStoreParts {
   clock: VersionClock;
   /** The node's record of its disks' identities, loaded at start. */
   state: NodeState;
+  /** The read cache every partition of the node shares (read_cache_size). */
+  readCache: ReadCache;
   log: Logger;
 }
 
@@ -33,6 +37,7 @@ export class NodeStore implements NodeApi {
   readonly topology: Topology;
   readonly disks: Disk[];
   readonly alien: Disk;
+  readonly readCache: ReadCache;
   private readonly byName = new Map<string, Disk>();
   private readonly clock: VersionClock;
   private readonly state: NodeState;
@@ -47,6 +52,7 @@ export class NodeStore implements NodeApi {
     this.alien = parts.alien;
     this.clock = parts.clock;
     this.state = parts.state;
+    this.readCache = parts.readCache;
     this.log = parts.log;
     this.startParallelism = Math.max(1, parts.startParallelism);
     for (const d of this.disks) this.byName.set(d.name, d);
@@ -117,8 +123,13 @@ export class NodeStore implements NodeApi {
     return this.putAliens(key, version, value, remoteNodes);
   }
 
-  get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
-    const places = this.places(this.vdiskOf(key), source);
+  get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null> {
+    let places: Place[];
+    try {
+      places = this.places(this.vdiskOf(key), source);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (places.length === 1) return places[0].run((g) => g.get(key));
     return Promise.allSettled(places.map((p) => p.run((g) => g.get(key)))).then((settled) =>
       newestAnswer(settled, places, (r: StoredRecord | null) => r),
@@ -290,7 +301,9 @@ interface Place {
   readonly replica: boolean;
   /** An upper bound of the versions the place holds, when known (Vdisk.newestPossible). */
   bound(): Version | null;
+  /** Runs op on the place's Vdisk under its disk's watch (Disk.use): at once when op answers at once. */
   run<T>(op: (v: Vdisk) => Promise<T>): Promise<T>;
+  run<T>(op: (v: Vdisk) => MaybePromise<T>): MaybePromise<T>;
 }
 
 /** The alien copies of a vdisk held for one owner; with no Vdisk, an alien directory that cannot be read. */
@@ -308,7 +321,9 @@ class AlienPlace implements Place {
     return this.held;
   }
 
-  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
+  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T>;
+  run<T>(op: (v: Vdisk) => MaybePromise<T>): MaybePromise<T>;
+  run<T>(op: (v: Vdisk) => MaybePromise<T>): MaybePromise<T> {
     const v = this.vdisk;
     return v === null ? Promise.reject(errors.diskNotReady(this.alien.name)) : this.alien.use(() => op(v));
   }
@@ -369,8 +384,10 @@ export class LocalReplica implements Place {
     return v;
   }
 
-  /** Runs an operation on the replica's Vdisk under its disk's watch (Disk.use). */
-  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T> {
+  /** Runs an operation on the replica's Vdisk under its disk's watch (Disk.use): at once when op answers at once. */
+  run<T>(op: (v: Vdisk) => Promise<T>): Promise<T>;
+  run<T>(op: (v: Vdisk) => MaybePromise<T>): MaybePromise<T>;
+  run<T>(op: (v: Vdisk) => MaybePromise<T>): MaybePromise<T> {
     return this.disk.use(() => op(this.vdisk()));
   }
 

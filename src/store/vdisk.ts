@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { silentLogger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { errors, isOysterError } from '../model/errors';
+import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
 import { isEngineError, EngineErrorCode, SnapshotEntry } from './engine';
 import { PartitionList, PartitionListOptions } from './partition-list';
@@ -136,14 +137,25 @@ export class Vdisk {
     }
   }
 
-  /** The newest record of key across all partitions (tombstones included), or null when none holds one. */
-  async get(key: Buffer): Promise<StoredRecord | null> {
-    // Most reads are answered from the page cache at once; the others wait on
-    // the engine threads, which also report what made the read fail at once.
+  /**
+   * The newest record of key across all partitions (tombstones included), or
+   * null when none holds one: at once when the read cache or the page cache
+   * holds it, else once the engine threads have read it.
+   */
+  get(key: Buffer): MaybePromise<StoredRecord | null> {
     if (this.state === 'running') {
-      const now = tryNow(() => this.partitions.engines.readNewestNow(key));
+      let now: StoredRecord | null | undefined;
+      try {
+        now = this.partitions.engines.readNewestNow(key);
+      } catch {
+        // The engine threads report what made the read fail.
+      }
       if (now !== undefined) return this.counted('get', now);
     }
+    return this.getWaiting(key);
+  }
+
+  private async getWaiting(key: Buffer): Promise<StoredRecord | null> {
     this.enter();
     try {
       return this.counted('get', await this.partitions.engines.getNewest(key));
@@ -160,7 +172,12 @@ export class Vdisk {
     try {
       // One key (a coordinator asking for a version) is mostly answered from
       // memory at once; the others, and that one when it would wait, on the engine threads.
-      const now = keys.length === 1 ? tryNow(() => this.partitions.engines.lookupNewestNow(keys[0])) : undefined;
+      let now: KeyState | null | undefined;
+      try {
+        if (keys.length === 1) now = this.partitions.engines.lookupNewestNow(keys[0]);
+      } catch {
+        // The engine threads report what made the lookup fail.
+      }
       const r = now !== undefined ? [now] : await this.partitions.engines.lookupNewest(keys);
       this.options.observer?.engine('exist', 'ok', 0);
       return r;
@@ -272,11 +289,3 @@ export class Vdisk {
   }
 }
 
-/** What a no-wait read answers; undefined (read on the engine threads) when it would wait or fails. */
-function tryNow<T>(read: () => T | undefined): T | undefined {
-  try {
-    return read();
-  } catch {
-    return undefined;
-  }
-}

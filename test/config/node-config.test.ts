@@ -56,6 +56,7 @@ t.test('a node.yaml with every key', async (t) => {
     httpRequestTimeout: 600 * S,
     minFreeSpace: { bytes: 2 * GiB },
     stateDir: '/var/lib/oyster',
+    readCacheSize: 64 * MiB,
     pearl: {
       maxBlobSize: 1e9,
       maxDataInBlob: 10000,
@@ -125,6 +126,7 @@ t.test('defaults of every optional key', async (t) => {
     httpRequestTimeout: 300 * S,
     minFreeSpace: { percent: 1 },
     stateDir: undefined,
+    readCacheSize: 128 * MiB,
     pearl: {
       maxBlobSize: 1_000_000_000,
       maxDataInBlob: 1_000_000,

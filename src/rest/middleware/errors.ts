@@ -34,23 +34,27 @@ export function statusOf(err: unknown): number {
 }
 
 export function errorBodies(log: Logger) {
-  return async function errors(ctx: Context, next: Next): Promise<void> {
-    try {
-      await next();
-    } catch (err) {
-      const status = statusOf(err);
-      const msg = err instanceof Error ? err.message : String(err);
-      // Unavailability (503) and a full disk (507) are the state of a disk or
-      // peer, logged where it changes or rate-limited where it is met.
-      if (status >= 500 && status !== 503 && status !== 507) log.error({ method: ctx.method, path: ctx.path, status, err: msg }, 'request failed');
-      else log.debug({ method: ctx.method, path: ctx.path, status, err: msg }, 'request refused');
-      reply(ctx, status, false, msg);
-      return;
-    }
-    // Responses that no route produced (unknown path, wrong method) still get a StatusExt body.
+  const failed = (ctx: Context, err: unknown): void => {
+    const status = statusOf(err);
+    const msg = err instanceof Error ? err.message : String(err);
+    // Unavailability (503) and a full disk (507) are the state of a disk or
+    // peer, logged where it changes or rate-limited where it is met.
+    if (status >= 500 && status !== 503 && status !== 507) log.error({ method: ctx.method, path: ctx.path, status, err: msg }, 'request failed');
+    else log.debug({ method: ctx.method, path: ctx.path, status, err: msg }, 'request refused');
+    reply(ctx, status, false, msg);
+  };
+  // Responses that no route produced (unknown path, wrong method) still get a StatusExt body.
+  const done = (ctx: Context): void => {
     if (ctx.status >= 400 && (ctx.body === undefined || ctx.body === null || typeof ctx.body === 'string')) {
       const msg = typeof ctx.body === 'string' && ctx.body ? ctx.body : ctx.message;
       reply(ctx, ctx.status, false, msg);
     }
+  };
+  // Not an async function: a promise and a turn of the microtask queue less on every request.
+  return function errors(ctx: Context, next: Next): Promise<void> {
+    return next().then(
+      () => done(ctx),
+      (err: unknown) => failed(ctx, err),
+    );
   };
 }

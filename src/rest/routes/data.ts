@@ -36,22 +36,11 @@ export function dataRoutes(d: RestDeps): Router {
   // HEAD takes this route too (the router adds it to GET's): the same
   // answer, its body left out by Koa, which keeps its Content-Length.
   // Coordinated: 503 when no replica of the key's vdisk could answer, never 404.
-  router.get('/data/:key', async (ctx) => {
+  // A value read from memory is answered at once, without a promise.
+  router.get('/data/:key', (ctx) => {
     const key = keyOf(ctx);
-    const r = await d.data.get(key);
-    if (!r) throw errors.keyNotFound(keyToHex(key));
-    setValidators(ctx, r.version);
-    // Where download tools look for it; on every GET it would cost more than it tells.
-    if (ctx.method === 'HEAD') ctx.set('Accept-Ranges', 'bytes');
-    // A full MIME type already: set as it is, without Koa's lookup of short names.
-    ctx.set('Content-Type', sniffContentType(r.value));
-    const verdict = hasPreconditions(ctx) ? evaluate(ctx, r, true) : null;
-    if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
-    if (verdict?.status === 304) {
-      ctx.status = 304;
-      return;
-    }
-    sendRange(ctx, r);
+    const r = d.data.get(key);
+    return r instanceof Promise ? r.then((v) => sendValue(ctx, key, v)) : sendValue(ctx, key, r);
   });
 
   router.post('/data/:key', async (ctx) => {
@@ -70,6 +59,22 @@ export function dataRoutes(d: RestDeps): Router {
   });
 
   return router;
+}
+
+function sendValue(ctx: Context, key: Buffer, r: StoredValue | null): void {
+  if (!r) throw errors.keyNotFound(keyToHex(key));
+  setValidators(ctx, r.version);
+  // Where download tools look for it; on every GET it would cost more than it tells.
+  if (ctx.method === 'HEAD') ctx.set('Accept-Ranges', 'bytes');
+  // A full MIME type already: set as it is, without Koa's lookup of short names.
+  ctx.set('Content-Type', sniffContentType(r.value));
+  const verdict = hasPreconditions(ctx) ? evaluate(ctx, r, true) : null;
+  if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
+  if (verdict?.status === 304) {
+    ctx.status = 304;
+    return;
+  }
+  sendRange(ctx, r);
 }
 
 function setValidators(ctx: Context, v: Version): void {
