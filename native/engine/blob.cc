@@ -95,21 +95,51 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
 }
 
 void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size) {
+  Insert(records.data(), records.size());
+  size_.store(new_size, std::memory_order_release);
+}
+
+void Blob::PublishStreamed(const NewRecord& record) { Insert(&record, 1); }
+
+void Blob::Insert(const NewRecord* records, size_t n) {
+  // Streamed puts publish from other threads than the writer: under the lock.
+  std::unique_lock<std::shared_mutex> l(mu_);
   Version hi = max_version();
   uint64_t hi_stamp = max_stamp_.load(std::memory_order_relaxed);
-  std::unique_lock<std::shared_mutex> l(mu_);
-  for (const NewRecord& r : records) {
-    active_->Insert(r.key, r.key_hash, r.entry);
-    if (CompareVersions(r.entry.version, hi) > 0) hi = r.entry.version;
-    hi_stamp = std::max(hi_stamp, r.entry.version.stamp);
+  for (size_t i = 0; i < n; i++) {
+    active_->Insert(records[i].key, records[i].key_hash, records[i].entry);
+    if (CompareVersions(records[i].entry.version, hi) > 0) hi = records[i].entry.version;
+    hi_stamp = std::max(hi_stamp, records[i].entry.version.stamp);
   }
   // Published under the lock, so a reader that finds an entry also sees a
   // max version that covers it.
   max_ts_stamp_.store(hi.stamp, std::memory_order_release);
   max_ts_.store(hi.timestamp, std::memory_order_release);
   max_stamp_.store(hi_stamp, std::memory_order_release);
-  records_.fetch_add(records.size(), std::memory_order_acq_rel);
+  records_.fetch_add(n, std::memory_order_acq_rel);
+}
+
+void Blob::Reserve(uint64_t new_size) {
+  {
+    std::lock_guard<std::mutex> l(streams_mu_);
+    open_streams_++;
+  }
   size_.store(new_size, std::memory_order_release);
+}
+
+bool Blob::EndStream() {
+  std::lock_guard<std::mutex> l(streams_mu_);
+  return --open_streams_ == 0 && build_refused_;
+}
+
+bool Blob::ClaimIndexBuild() {
+  std::lock_guard<std::mutex> l(streams_mu_);
+  if (open_streams_ > 0) {
+    build_refused_ = true;
+    return false;
+  }
+  build_refused_ = false;
+  return !index_build_claimed_.exchange(true);
 }
 
 bool Blob::in_memory() const {

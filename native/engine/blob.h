@@ -84,6 +84,15 @@ class Blob {
   };
   // Publishes records already written to the file; the blob now ends at new_size.
   void Publish(const std::vector<NewRecord>& records, uint64_t new_size);
+  // Space for a streamed put, written void: the blob now ends at new_size,
+  // and one stream is open on it until EndStream.
+  void Reserve(uint64_t new_size);
+  // Publishes the record of a streamed put, whose space Reserve took.
+  void PublishStreamed(const NewRecord& record);
+  // A stream opened by Reserve has ended (published or left void). True
+  // when it was the last one and an index build was refused meanwhile: the
+  // caller builds the index now.
+  bool EndStream();
 
   // True while lookups are served from memory (no index file yet).
   bool in_memory() const;
@@ -97,8 +106,9 @@ class Blob {
   // Changes whenever the index serving lookups changes.
   uint64_t index_generation() const { return index_generation_.load(std::memory_order_acquire); }
 
-  // Exactly one thread writes a sealed blob's index file.
-  bool ClaimIndexBuild() { return !index_build_claimed_.exchange(true); }
+  // Exactly one thread writes a sealed blob's index file, and only once no
+  // stream is open on it (refused until then: EndStream tells when).
+  bool ClaimIndexBuild();
   void ReleaseIndexBuild() { index_build_claimed_.store(false); }
 
   size_t IndexMemoryUsage() const;
@@ -117,6 +127,12 @@ class Blob {
   std::atomic<uint64_t> max_stamp_;
   std::atomic<uint64_t> index_generation_{0};
   std::atomic<bool> index_build_claimed_{false};
+
+  std::mutex streams_mu_;  // guards the two below, and claims against them
+  int open_streams_ = 0;
+  bool build_refused_ = false;
+
+  void Insert(const NewRecord* records, size_t n);
 
   mutable std::shared_mutex mu_;  // guards active_ and reader_
   std::unique_ptr<ActiveIndex> active_;

@@ -61,7 +61,7 @@ class Reader {
   uint64_t start_ = 0;
 };
 
-// A record header that is valid at `pos` and whose value lies inside the file.
+// A record header that is valid at `pos` and whose body lies inside the file.
 bool RecordAt(Reader* r, uint32_t format, uint64_t pos, size_t key_size, RecordHeader* h, const char** hdr,
               Status* s) {
   bool ok = false;
@@ -69,7 +69,7 @@ bool RecordAt(Reader* r, uint32_t format, uint64_t pos, size_t key_size, RecordH
   *s = r->Fetch(pos, hsize, hdr, &ok);
   if (!s->ok() || !ok) return false;
   if (!DecodeRecordHeader(format, *hdr, key_size, pos, h)) return false;
-  return pos + hsize + h->value_size <= r->file_size();
+  return pos + hsize + h->body_size() <= r->file_size();
 }
 
 // Next position after `from` holding a complete, valid record; file_size if none.
@@ -129,6 +129,13 @@ Status ScanBlob(const File& file, uint32_t format, uint64_t data_start, uint64_t
       pos = next;
       continue;
     }
+    if (h.is_void()) {
+      result->void_records++;
+      result->void_bytes += hsize + h.body_size();
+      pos += hsize + h.body_size();
+      result->valid_end = pos;
+      continue;
+    }
     // Copy what the visitor needs before the window moves for the value.
     std::string key(h.key, key_size);
     uint32_t crc = RecordCrcPrefix(format, hdr, key_size);
@@ -146,7 +153,7 @@ Status ScanBlob(const File& file, uint32_t format, uint64_t data_start, uint64_t
     if (!value_ok) result->corrupt_records++;
     result->records++;
     visit(key.data(), e, value_ok);
-    pos += hsize + h.value_size;
+    pos += hsize + h.body_size();
     result->valid_end = pos;
   }
   return Status::OK();

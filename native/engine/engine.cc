@@ -20,8 +20,20 @@ constexpr uint64_t kMaxBatchBytes = 8 << 20;
 // Batches one writer task writes before yielding its thread to other work.
 constexpr int kBatchesPerTask = 4;
 
+// How the engine stores a put's value: with block checksums above one block.
+uint8_t ValueFlags(const WriteRequest* r) {
+  if (r->tombstone) return kFlagTombstone;
+  return ValueHasBlocks(r->value_size) ? kFlagBlocks : 0;
+}
+
+// The record's whole size in its blob (a streamed put's included).
 uint64_t RecordBytes(const WriteRequest* r, size_t key_size) {
-  return RecordHeaderSize(kBlobFormatVersion, key_size) + (r->tombstone ? 0 : r->value_size);
+  return RecordHeaderSize(kBlobFormatVersion, key_size) + (r->tombstone ? 0 : RecordBodySize(ValueFlags(r), r->value_size));
+}
+
+// What writing the request takes now: a streamed put only its void header.
+uint64_t BatchBytes(const WriteRequest* r, size_t key_size) {
+  return r->streamed ? RecordHeaderSize(kBlobFormatVersion, key_size) : RecordBytes(r, key_size);
 }
 
 }  // namespace
@@ -32,7 +44,8 @@ Engine::Engine(const EngineOptions& options, std::string dir)
       fs_(options.fs ? options.fs : FileSystem::Default()),
       current_(std::make_shared<BlobSet>()) {}
 
-Engine::~Engine() = default;
+// Streams cannot write into files nobody serves any more.
+Engine::~Engine() { streams_->AbandonAll(); }
 
 Status Engine::Open(const EngineOptions& options, const std::string& dir,
                     std::shared_ptr<Engine>* engine, RecoveryReport* report) {
@@ -475,6 +488,12 @@ void Engine::Write(WriteRequest* req) {
     req->Done(Status::InvalidArgument("value larger than 4 GiB - 1"));
     return;
   }
+  if (req->streamed && (req->tombstone || req->value_size > kMaxStreamedValueSize)) {
+    req->Done(Status::InvalidArgument(req->tombstone ? "a tombstone has no value to stream"
+                                                     : "streamed value larger than " +
+                                                           std::to_string(kMaxStreamedValueSize) + " bytes"));
+    return;
+  }
   bool accepted = false;
   bool schedule = false;
   {
@@ -505,7 +524,7 @@ std::vector<WriteRequest*> TakeBatch(std::deque<WriteRequest*>* queue, size_t ke
   std::vector<WriteRequest*> batch;
   uint64_t bytes = 0;
   while (!queue->empty() && batch.size() < kMaxBatchRecords) {
-    uint64_t b = RecordBytes(queue->front(), key_size);
+    uint64_t b = BatchBytes(queue->front(), key_size);
     if (!batch.empty() && bytes + b > kMaxBatchBytes) break;
     bytes += b;
     batch.push_back(queue->front());
@@ -564,18 +583,21 @@ void Engine::WriteBatchLocked(const std::vector<WriteRequest*>& batch) {
       for (size_t j = i; j < batch.size(); j++) batch[j]->Done(s);
       return;
     }
-    // The records that still fit into the active blob.
+    // The records that still fit into the active blob, up to a streamed
+    // put, which is written alone: its space is reserved, not written.
     const uint64_t size = active_->size();
     const uint64_t records = active_->records();
     size_t j = i;
     uint64_t bytes = 0;
-    while (j < batch.size()) {
+    while (j < batch.size() && (j == i || !batch[j]->streamed)) {
       uint64_t rec = RecordBytes(batch[j], k);
       uint64_t n = records + (j - i);
       if (n >= options_.max_data_in_blob) break;
-      if (n > 0 && size + bytes + rec > options_.max_blob_size) break;
+      // An empty blob takes a record of any size.
+      if (size + bytes > kBlobHeaderSize && size + bytes + rec > options_.max_blob_size) break;
       bytes += rec;
       j++;
+      if (batch[j - 1]->streamed) break;
     }
     if (j == i) {
       s = SealActiveLocked(false);
@@ -585,7 +607,7 @@ void Engine::WriteBatchLocked(const std::vector<WriteRequest*>& batch) {
       }
       continue;
     }
-    s = AppendLocked(batch, i, j);
+    s = batch[i]->streamed ? ReserveLocked(batch[i]) : AppendLocked(batch, i, j);
     for (size_t m = i; m < j; m++) batch[m]->Done(s);
     i = j;
   }
@@ -595,6 +617,13 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
   const size_t k = options_.key_size;
   const size_t hsize = RecordHeaderSize(kBlobFormatVersion, k);
   header_buf_.resize((to - from) * hsize);
+  // Block checksums of the large values, where the batch's iovecs point.
+  size_t blocks_bytes = 0;
+  for (size_t i = from; i < to; i++) {
+    if (ValueFlags(batch[i]) & kFlagBlocks) blocks_bytes += 4 * ValueBlockCount(batch[i]->value_size);
+  }
+  blocks_buf_.resize(blocks_bytes);
+  char* blocks = blocks_buf_.data();
   iov_buf_.clear();
   publish_buf_.clear();
   const uint64_t start = active_->size();
@@ -602,18 +631,24 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
   for (size_t i = from; i < to; i++) {
     const WriteRequest* r = batch[i];
     char* h = header_buf_.data() + (i - from) * hsize;
-    const uint8_t flags = r->tombstone ? kFlagTombstone : 0;
+    const uint8_t flags = ValueFlags(r);
     const uint32_t vsize = r->tombstone ? 0 : static_cast<uint32_t>(r->value_size);
     EncodeRecordHeader(flags, offset, r->version, r->key, k, r->value, vsize, h);
     iov_buf_.push_back(IoSlice{h, hsize});
     if (vsize > 0) iov_buf_.push_back(IoSlice{r->value, vsize});
+    if (flags & kFlagBlocks) {
+      const size_t n = 4 * ValueBlockCount(vsize);
+      EncodeBlockCrcs(r->value, vsize, blocks);
+      iov_buf_.push_back(IoSlice{blocks, n});
+      blocks += n;
+    }
     IndexEntry e;
     e.version = r->version;
     e.offset = offset;
     e.value_size = vsize;
     e.flags = flags;
     publish_buf_.push_back(Blob::NewRecord{r->key, KeyHash64(r->key, k), e});
-    offset += hsize + vsize;
+    offset += hsize + RecordBodySize(flags, vsize);
   }
   File* f = active_->file();
   Status s = f->Write(start, iov_buf_.data(), static_cast<int>(iov_buf_.size()));
@@ -652,6 +687,58 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
   }
   active_->Publish(publish_buf_, offset);
   return Status::OK();
+}
+
+Status Engine::ReserveLocked(WriteRequest* req) {
+  const size_t k = options_.key_size;
+  const size_t hsize = RecordHeaderSize(kBlobFormatVersion, k);
+  const uint8_t flags = ValueFlags(req);
+  const uint64_t body = RecordBodySize(flags, req->value_size);
+  const uint64_t offset = active_->size();
+  header_buf_.resize(hsize);
+  EncodeVoidHeader(offset, k, static_cast<uint32_t>(body), header_buf_.data());
+  IoSlice slice{header_buf_.data(), hsize};
+  File* f = active_->file();
+  Status s = f->Write(offset, &slice, 1);
+  if (!s.ok()) {
+    Status t = f->Truncate(offset);
+    if (!t.ok()) {
+      SetWriteError(Status::IOError("cannot roll back a failed write in " + f->path() +
+                                    "; writes are disabled until the engine is reopened", t.err()));
+    }
+    return s;
+  }
+  active_->Reserve(offset + hsize + body);
+  std::unique_ptr<PutStream> stream(new PutStream(weak_from_this(), streams_, options_.sync_writes, active_, offset,
+                                                  std::string(req->key, k), req->version, req->value_size, flags));
+  if (!streams_->Add(stream.get())) {
+    // Close has begun: the space stays void (the stream aborts as it goes).
+    return Status::Closed("engine is closed");
+  }
+  req->stream = std::move(stream);
+  return Status::OK();
+}
+
+bool Engine::StreamWritten(const Blob& blob, uint64_t bytes) {
+  // Not under the writer's lock, which a writer holds while it takes the
+  // streams' lock (a lost race costs one sync more or less).
+  if (!has_active_.load(std::memory_order_acquire) || active_id_.load(std::memory_order_acquire) != blob.id()) {
+    return false;  // a sealed blob is synced before its index is written
+  }
+  if (dirty_bytes_.fetch_add(bytes) + bytes <= options_.max_dirty_bytes_before_sync) return false;
+  dirty_bytes_.store(0);
+  return true;
+}
+
+void Engine::IndexAfterStreams(const std::shared_ptr<Blob>& blob) {
+  if (shut_.load(std::memory_order_acquire)) {
+    // Close waits for the claim to succeed.
+    { std::lock_guard<std::mutex> l(build_mu_); }
+    build_cv_.notify_all();
+    return;
+  }
+  std::shared_ptr<Engine> self = shared_from_this();
+  options_.executor->Schedule([self, blob] { self->BackgroundBuild(blob); });
 }
 
 void Engine::SetWriteError(const Status& s) {
@@ -699,7 +786,9 @@ Status Engine::SealActiveLocked(bool build_now) {
   active_.reset();
   has_active_.store(false);
   dirty_bytes_ = 0;  // the index build syncs the blob first
-  if (blob->records() == 0) {
+  if (blob->records() == 0 && blob->ClaimIndexBuild()) {
+    // (A blob whose only records are streams still open is kept: they end
+    // up in its index, which is built as the last of them ends.)
     // Nothing to index: drop the empty file instead.
     std::vector<std::shared_ptr<Blob>> rest;
     std::shared_ptr<const BlobSet> set = Current();
@@ -714,7 +803,8 @@ Status Engine::SealActiveLocked(bool build_now) {
     return s;
   }
   if (build_now) {
-    blob->ClaimIndexBuild();
+    // Refused while streams are open: the last of them has it built.
+    if (!blob->ClaimIndexBuild()) return Status::OK();
     Status s = BuildIndex(blob);
     if (!s.ok()) blob->ReleaseIndexBuild();  // Close retries
     return s;
@@ -776,6 +866,12 @@ Status Engine::Close() {
     std::lock_guard<std::mutex> l(queue_mu_);
     accepting_ = false;
   }
+  // Streamed puts still open are never published, and no new one starts; a
+  // stream in the middle of a write finishes that write first. Before the
+  // writer's lock: a stream finishing holds its own lock, then takes the
+  // writer's. (Streams stay registered until destroyed; aborting a finished
+  // one does nothing.)
+  streams_->AbortAll();
   std::lock_guard<std::mutex> wl(write_mu_);
   if (closed_) return Status::OK();
   DrainQueueLocked();

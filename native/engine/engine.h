@@ -18,14 +18,16 @@
 
 #include "engine/blob.h"
 #include "engine/options.h"
+#include "engine/put_stream.h"
 #include "engine/version.h"
 #include "util/file_system.h"
 #include "util/status.h"
 
 namespace oyster {
 
-// A put or a delete (tombstone). Owned by the caller; the engine calls Done
-// exactly once, from one of its threads, and does not touch it afterwards.
+// A put or a delete (tombstone), or the start of a streamed put. Owned by
+// the caller; the engine calls Done exactly once, from one of its threads,
+// and does not touch it afterwards.
 class WriteRequest {
  public:
   virtual ~WriteRequest() = default;
@@ -36,6 +38,10 @@ class WriteRequest {
   const char* value = nullptr;
   uint64_t value_size = 0;
   bool tombstone = false;
+  // A streamed put: no value here, value_size bytes to come. Before Done
+  // reports success, `stream` receives the PutStream that takes them.
+  bool streamed = false;
+  std::unique_ptr<PutStream> stream;
 };
 
 struct GetResult {
@@ -124,7 +130,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Queues a put or delete; req->Done reports the outcome.
+  // Queues a put, a delete or the start of a streamed put; req->Done
+  // reports the outcome. A streamed put's value may be up to
+  // kMaxStreamedValueSize bytes; writes queued after it are not held up by it.
   void Write(WriteRequest* req);
 
   // The newest record of key across all blobs (by CompareRecords; a full
@@ -152,10 +160,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status CurrentBlobs(std::vector<std::shared_ptr<Blob>>* blobs) const;
 
   // Seals the active blob and writes its index file; the next write starts a
-  // new blob. Returns once the index is on disk.
+  // new blob. Returns once the index is on disk — or, while streamed puts
+  // into the blob are open, once it is certain to be written as they end.
   Status CloseActiveBlob();
-  // Finishes queued writes, writes every missing index file and releases the
-  // directory. Later calls fail with Closed.
+  // Finishes queued writes, aborts open streamed puts, writes every missing
+  // index file and releases the directory. Later calls fail with Closed.
   Status Close();
 
   uint64_t RecordsCount() const;
@@ -164,6 +173,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const std::string& dir() const { return dir_; }
 
  private:
+  friend class PutStream;
+
   struct BlobSet {
     std::vector<std::shared_ptr<Blob>> blobs;  // newest (highest id) first
   };
@@ -191,6 +202,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void DrainQueueLocked();
   void WriteBatchLocked(const std::vector<WriteRequest*>& batch);
   Status AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to);
+  // Reserves the place of a streamed put in the active blob and writes it void.
+  Status ReserveLocked(WriteRequest* req);
   Status CreateActiveBlobLocked();
   // Moves the active blob to the sealed state; its index is built in the
   // background unless `build_now`.
@@ -202,6 +215,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status BuildIndex(const std::shared_ptr<Blob>& blob);
   void BackgroundBuild(const std::shared_ptr<Blob>& blob);
   void SetWriteError(const Status& s);
+
+  // ---- For PutStream.
+  // `bytes` of a streamed record were written into `blob`: true when they
+  // take the unsynced bytes of the active blob past the limit (the caller
+  // syncs).
+  bool StreamWritten(const Blob& blob, uint64_t bytes);
+  // The last stream on a sealed blob ended: its index can be built now.
+  void IndexAfterStreams(const std::shared_ptr<Blob>& blob);
+
 
   const EngineOptions options_;
   const std::string dir_;
@@ -219,11 +241,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::mutex write_mu_;
   std::shared_ptr<Blob> active_;
   uint64_t next_blob_id_ = 1;
-  uint64_t dirty_bytes_ = 0;
+  std::atomic<uint64_t> dirty_bytes_{0};  // streams add theirs without the writer's lock
   Status write_error_;  // non-OK: every later write fails with it
   bool closed_ = false;
   std::vector<char> header_buf_;
   std::vector<IoSlice> iov_buf_;
+  std::vector<char> blocks_buf_;
   std::vector<Blob::NewRecord> publish_buf_;
 
   // Index builds of sealed blobs running in the background, and the error
@@ -239,6 +262,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::atomic<uint64_t> corrupt_reads_{0};
   std::atomic<uint64_t> index_repairs_{0};
   std::mutex repair_mu_;
+
+  const std::shared_ptr<OpenStreams> streams_ = std::make_shared<OpenStreams>();
 };
 
 }  // namespace oyster

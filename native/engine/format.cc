@@ -1,5 +1,6 @@
 #include "engine/format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/coding.h"
@@ -45,8 +46,11 @@ size_t KeyOffset(uint32_t format) { return RecordFixedSize(format) - 8; }
 //   16 u64 timestamp | 24 u64 stamp | 32 u32 value_size | 36 K key
 //   36+K u32 record CRC (header [0, 36+K) ++ value) | 40+K u32 header CRC ([0, 40+K))
 // Format 1 has no stamp: value_size at 24, the key at 28, the CRCs at 28+K and 32+K.
-void EncodeRecordHeader(uint8_t flags, uint64_t offset, const Version& version, const char* key,
-                        size_t key_size, const char* value, uint32_t value_size, char* dst) {
+namespace {
+
+// Every field before the CRCs.
+void EncodeHeaderPrefix(uint8_t flags, uint64_t offset, const Version& version, const char* key, size_t key_size,
+                        uint32_t value_size, char* dst) {
   EncodeFixed32(dst, kRecordMagic);
   dst[4] = static_cast<char>(flags);
   dst[5] = dst[6] = dst[7] = 0;
@@ -54,10 +58,42 @@ void EncodeRecordHeader(uint8_t flags, uint64_t offset, const Version& version, 
   EncodeFixed64(dst + 16, version.timestamp);
   EncodeFixed64(dst + 24, version.stamp);
   EncodeFixed32(dst + 32, value_size);
-  std::memcpy(dst + 36, key, key_size);
-  uint32_t crc = crc32c::Extend(crc32c::Value(dst, 36 + key_size), value, value_size);
-  EncodeFixed32(dst + 36 + key_size, crc);
+  if (key != nullptr) {
+    std::memcpy(dst + 36, key, key_size);
+  } else {
+    std::memset(dst + 36, 0, key_size);
+  }
+}
+
+void EncodeHeaderCrcs(size_t key_size, uint32_t record_crc, char* dst) {
+  EncodeFixed32(dst + 36 + key_size, record_crc);
   EncodeFixed32(dst + 40 + key_size, crc32c::Value(dst, 40 + key_size));
+}
+
+}  // namespace
+
+void EncodeRecordHeader(uint8_t flags, uint64_t offset, const Version& version, const char* key,
+                        size_t key_size, const char* value, uint32_t value_size, char* dst) {
+  EncodeHeaderPrefix(flags, offset, version, key, key_size, value_size, dst);
+  EncodeHeaderCrcs(key_size, crc32c::Extend(crc32c::Value(dst, 36 + key_size), value, value_size), dst);
+}
+
+void EncodeRecordHeaderWithCrc(uint8_t flags, uint64_t offset, const Version& version, const char* key,
+                               size_t key_size, uint32_t value_size, uint32_t record_crc, char* dst) {
+  EncodeHeaderPrefix(flags, offset, version, key, key_size, value_size, dst);
+  EncodeHeaderCrcs(key_size, record_crc, dst);
+}
+
+// A void record: no key (zeros), no version, no record CRC (0, never checked).
+void EncodeVoidHeader(uint64_t offset, size_t key_size, uint32_t body_size, char* dst) {
+  EncodeHeaderPrefix(kFlagVoid, offset, Version(), nullptr, key_size, body_size, dst);
+  EncodeHeaderCrcs(key_size, 0, dst);
+}
+
+void EncodeBlockCrcs(const char* value, uint64_t n, char* dst) {
+  for (uint64_t at = 0; at < n; at += kValueBlockSize, dst += 4) {
+    EncodeFixed32(dst, crc32c::Value(value + at, static_cast<size_t>(std::min(kValueBlockSize, n - at))));
+  }
 }
 
 uint32_t RecordCrcPrefix(uint32_t format, const char* header, size_t key_size) {
@@ -81,7 +117,12 @@ bool DecodeRecordHeader(uint32_t format, const char* src, size_t key_size, uint6
   h->value_size = DecodeFixed32(src + key_at - 4);
   h->key = src + key_at;
   h->record_crc = DecodeFixed32(src + crcs_at);
-  if ((h->flags & ~kKnownRecordFlags) != 0) return false;
+  // Format 1 knows tombstones only; a void record is nothing else; block
+  // checksums belong to a value.
+  const uint8_t known = format == kBlobFormatV1 ? kFlagTombstone : kKnownRecordFlags;
+  if ((h->flags & ~known) != 0) return false;
+  if ((h->flags & kFlagVoid) && h->flags != kFlagVoid) return false;
+  if ((h->flags & kFlagBlocks) && (h->flags & kFlagTombstone)) return false;
   if (src[5] != 0 || src[6] != 0 || src[7] != 0) return false;
   if (h->offset != at) return false;
   if ((h->flags & kFlagTombstone) && h->value_size != 0) return false;

@@ -167,10 +167,21 @@ TEST(Format, SemanticallyInvalidHeadersFail) {
     // A tombstone that claims a value, even with correct checksums.
     std::string h = test::RecordHeaderBytes(format, kFlagTombstone, 32, Version{5, 0}, key, "abc");
     ASSERT_FALSE(DecodeRecordHeader(format, h.data(), k, 32, &r));
-    // Unknown flag bits.
-    for (int bit = 1; bit < 8; bit++) {
+    // Unknown flag bits (format 1 knows the tombstone only).
+    for (int bit = format == kBlobFormatV1 ? 1 : 3; bit < 8; bit++) {
       h = test::RecordHeaderBytes(format, static_cast<uint8_t>(1 << bit), 32, Version{5, 0}, key, "");
       ASSERT_FALSE(DecodeRecordHeader(format, h.data(), k, 32, &r)) << "flag bit " << bit;
+    }
+    // Flags that exclude each other: a void record is nothing else, a tombstone has no blocks.
+    if (format == kBlobFormatVersion) {
+      for (uint8_t flags : {kFlagVoid | kFlagTombstone, kFlagVoid | kFlagBlocks, kFlagBlocks | kFlagTombstone}) {
+        h = test::RecordHeaderBytes(format, flags, 32, Version{5, 0}, key, "");
+        ASSERT_FALSE(DecodeRecordHeader(format, h.data(), k, 32, &r)) << "flags " << int(flags);
+      }
+      for (uint8_t flags : {kFlagVoid, kFlagBlocks}) {
+        h = test::RecordHeaderBytes(format, flags, 32, Version{5, 0}, key, "");
+        ASSERT_TRUE(DecodeRecordHeader(format, h.data(), k, 32, &r)) << "flags " << int(flags);
+      }
     }
     // Reserved bytes must be zero.
     for (int i = 5; i < 8; i++) {

@@ -284,6 +284,44 @@ Status Delete(Engine* engine, const std::string& key, const Version& v) {
   return WriteAll(engine, {WriteOp::Delete(key, v)})[0];
 }
 
+namespace {
+
+class StreamRequest final : public WriteRequest {
+ public:
+  void Done(const Status& s) override {
+    result = s;
+    latch.CountDown();
+  }
+  Status result;
+  Latch latch{1};
+};
+
+}  // namespace
+
+Status BeginStream(Engine* engine, const std::string& key, const Version& v, uint64_t value_size,
+                   std::unique_ptr<PutStream>* stream) {
+  StreamRequest r;
+  r.key = key.data();
+  r.version = v;
+  r.value_size = value_size;
+  r.streamed = true;
+  engine->Write(&r);
+  r.latch.Wait();
+  *stream = std::move(r.stream);
+  return r.result;
+}
+
+Status StreamPut(Engine* engine, const std::string& key, const Version& v, const std::string& value, size_t piece) {
+  std::unique_ptr<PutStream> stream;
+  Status s = BeginStream(engine, key, v, value.size(), &stream);
+  for (size_t at = 0, i = 0; s.ok() && at < value.size(); i++) {
+    const size_t n = std::min(value.size() - at, piece / 2 + (i * 7919) % (piece + 1));
+    s = stream->Append(value.data() + at, n);
+    at += n;
+  }
+  return s.ok() ? stream->Finish() : s;
+}
+
 std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts, size_t size) {
   std::vector<WriteOp> ops;
   for (uint64_t i = from; i < to; i++) ops.push_back(WriteOp::Put(Key(i), ts, ValueFor(Key(i), ts, size)));

@@ -185,6 +185,12 @@ inline Status Put(Engine* engine, const std::string& key, uint64_t ts, const std
 }
 inline Status Delete(Engine* engine, const std::string& key, uint64_t ts) { return Delete(engine, key, Ts(ts)); }
 
+// Starts a streamed put of value_size bytes of key at v: *stream takes them.
+Status BeginStream(Engine* engine, const std::string& key, const Version& v, uint64_t value_size,
+                   std::unique_ptr<PutStream>* stream);
+// A streamed put of value in pieces of about `piece` bytes (the sizes vary).
+Status StreamPut(Engine* engine, const std::string& key, const Version& v, const std::string& value, size_t piece);
+
 // Puts of keys [from, to) at timestamp ts with values of `size` bytes.
 std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts = 1, size_t size = 60);
 

@@ -232,7 +232,7 @@ Status InspectBlob(const std::string& blob_path, const std::string& index_path, 
                    min_ts = std::min(min_ts, e.version.timestamp);
                    if (CompareVersions(e.version, r->max_version) > 0) r->max_version = e.version;
                    r->max_stamp = std::max(r->max_stamp, e.version.stamp);
-                   uint64_t end = e.offset + RecordHeaderSize(format, k) + e.value_size;
+                   uint64_t end = e.offset + RecordHeaderSize(format, k) + RecordBodySize(static_cast<uint8_t>(e.flags), e.value_size);
                    if (progress) progress->AddDone(end - reported);
                    reported = end;
                  },

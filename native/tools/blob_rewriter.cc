@@ -66,14 +66,16 @@ Status Copy(const File& src, uint32_t src_format, uint64_t src_size, uint32_t k,
   uint64_t reported = 0;
   ActiveIndex all(k);              // newest record of every key, corrupt ones included
   std::vector<uint64_t> corrupt;   // source offsets, ascending
-  std::vector<char> record, new_header(hsize);
+  std::vector<char> record, new_header(hsize), blocks;
   ScanResult scan;
   Status visit = Status::OK();
   s = ScanBlob(src, src_format, kBlobHeaderSize, src_size, k,
                [&](const char* key, const IndexEntry& e, bool value_ok) {
+                 // Header and value: block checksums are computed anew.
                  const uint64_t size = src_hsize + e.value_size;
-                 if (progress) progress->AddDone(e.offset + size - reported);
-                 reported = e.offset + size;
+                 const uint64_t body = RecordBodySize(static_cast<uint8_t>(e.flags), e.value_size);
+                 if (progress) progress->AddDone(e.offset + src_hsize + body - reported);
+                 reported = e.offset + src_hsize + body;
                  const uint64_t hash = KeyHash64(key, k);
                  all.Insert(key, hash, e);
                  if (!visit.ok()) return;
@@ -98,12 +100,17 @@ Status Copy(const File& src, uint32_t src_format, uint64_t src_size, uint32_t k,
                  EncodeRecordHeader(h.flags, pos, h.version, key, k, value, h.value_size, new_header.data());
                  visit = out.Append(new_header.data(), hsize);
                  if (visit.ok()) visit = out.Append(value, e.value_size);
+                 if (visit.ok() && (h.flags & kFlagBlocks)) {
+                   blocks.resize(4 * ValueBlockCount(e.value_size));
+                   EncodeBlockCrcs(value, e.value_size, blocks.data());
+                   visit = out.Append(blocks.data(), blocks.size());
+                 }
                  if (!visit.ok()) return;
                  IndexEntry moved = e;
                  moved.offset = pos;
                  index->Insert(key, hash, moved);
-                 pos += hsize + e.value_size;
-                 copied += size;
+                 pos += hsize + body;
+                 copied += src_hsize + body;
                  result->max_stamp = std::max(result->max_stamp, h.version.stamp);
                  result->records++;
                },

@@ -1,0 +1,185 @@
+#include "engine/put_stream.h"
+
+#include <algorithm>
+
+#include "engine/blob.h"
+#include "engine/engine.h"
+#include "engine/format.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+#include "util/hash.h"
+
+namespace oyster {
+
+bool OpenStreams::Add(PutStream* stream) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_) return false;
+  streams_.push_back(stream);
+  return true;
+}
+
+void OpenStreams::Remove(PutStream* stream) {
+  std::lock_guard<std::mutex> l(mu_);
+  streams_.erase(std::remove(streams_.begin(), streams_.end(), stream), streams_.end());
+}
+
+void OpenStreams::AbortAll() {
+  // Under the lock: a stream leaves only as it is destroyed, which waits.
+  std::lock_guard<std::mutex> l(mu_);
+  closed_ = true;
+  for (PutStream* stream : streams_) stream->Abort();
+}
+
+void OpenStreams::AbandonAll() {
+  std::lock_guard<std::mutex> l(mu_);
+  closed_ = true;
+  for (PutStream* stream : streams_) stream->Abandon();
+}
+
+PutStream::PutStream(std::weak_ptr<Engine> engine, std::shared_ptr<OpenStreams> registry, bool sync_writes,
+                     std::shared_ptr<Blob> blob, uint64_t offset, std::string key, const Version& version,
+                     uint64_t value_size, uint8_t flags)
+    : engine_(std::move(engine)),
+      registry_(std::move(registry)),
+      sync_writes_(sync_writes),
+      blob_(std::move(blob)),
+      offset_(offset),
+      key_(std::move(key)),
+      version_(version),
+      value_size_(value_size),
+      flags_(flags),
+      header_size_(RecordHeaderSize(kBlobFormatVersion, key_.size())) {
+  std::string header(header_size_, '\0');
+  EncodeRecordHeaderWithCrc(flags_, offset_, version_, key_.data(), key_.size(), static_cast<uint32_t>(value_size_),
+                            0, header.data());
+  record_crc_ = RecordCrcPrefix(kBlobFormatVersion, header.data(), key_.size());
+  if (flags_ & kFlagBlocks) blocks_.reserve(4 * ValueBlockCount(value_size_));
+}
+
+PutStream::~PutStream() {
+  registry_->Remove(this);
+  Abort();
+}
+
+Status PutStream::Append(const char* data, size_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (state_ != State::kOpen) return Status::Closed("the streamed put was aborted");
+  if (n > value_size_ - written_) {
+    return Status::InvalidArgument("more bytes than the " + std::to_string(value_size_) + " announced");
+  }
+  IoSlice slice{data, n};
+  Status s = blob_->file()->Write(offset_ + header_size_ + written_, &slice, 1);
+  if (!s.ok()) {
+    AbortLocked();
+    return s;
+  }
+  record_crc_ = crc32c::Extend(record_crc_, data, n);
+  if (flags_ & kFlagBlocks) {
+    // Block checksums: each block's own CRC, the last block possibly short.
+    uint64_t at = written_;
+    while (n > 0) {
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, kValueBlockSize - at % kValueBlockSize));
+      block_crc_ = crc32c::Extend(block_crc_, data, take);
+      at += take;
+      data += take;
+      n -= take;
+      if (at % kValueBlockSize == 0 || at == value_size_) {
+        char crc[4];
+        EncodeFixed32(crc, block_crc_);
+        blocks_.insert(blocks_.end(), crc, crc + 4);
+        block_crc_ = 0;
+      }
+    }
+    written_ = at;
+  } else {
+    written_ += n;
+  }
+  return Status::OK();
+}
+
+Status PutStream::Finish() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (state_ != State::kOpen) return Status::Closed("the streamed put was aborted");
+  if (written_ != value_size_) {
+    return Status::InvalidArgument(std::to_string(written_) + " of " + std::to_string(value_size_) +
+                                   " bytes written");
+  }
+  File* f = blob_->file();
+  const bool sync_writes = sync_writes_;
+  Status s;
+  if (!blocks_.empty()) {
+    IoSlice slice{blocks_.data(), blocks_.size()};
+    s = f->Write(offset_ + header_size_ + value_size_, &slice, 1);
+  }
+  // With sync_writes the value is on the device before the header that
+  // makes it a record: a crash never leaves a record whose value is lost.
+  if (s.ok() && sync_writes) s = f->Sync();
+  if (s.ok()) s = WriteHeaderLocked();
+  // A blob deleted under us still takes writes that could never be read back.
+  bool removed = false;
+  if (s.ok()) s = f->Removed(&removed);
+  if (s.ok() && removed) s = Status::IOError("blob " + f->path() + " was removed while in use", ENOENT);
+  const uint64_t bytes = header_size_ + RecordBodySize(flags_, value_size_);
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (s.ok() && (sync_writes || (engine != nullptr && engine->StreamWritten(*blob_, bytes)))) s = f->Sync();
+  if (!s.ok()) {
+    // Void again, so that the record does not appear after a restart either
+    // (best effort: the device may refuse this as well).
+    std::string header(header_size_, '\0');
+    EncodeVoidHeader(offset_, key_.size(), static_cast<uint32_t>(RecordBodySize(flags_, value_size_)), header.data());
+    IoSlice slice{header.data(), header.size()};
+    f->Write(offset_, &slice, 1);
+    AbortLocked();
+    return s;
+  }
+  IndexEntry e;
+  e.version = version_;
+  e.offset = offset_;
+  e.value_size = static_cast<uint32_t>(value_size_);
+  e.flags = flags_;
+  blob_->PublishStreamed(Blob::NewRecord{key_.data(), KeyHash64(key_.data(), key_.size()), e});
+  EndLocked(State::kFinished);
+  return Status::OK();
+}
+
+Status PutStream::WriteHeaderLocked() {
+  std::string header(header_size_, '\0');
+  EncodeRecordHeaderWithCrc(flags_, offset_, version_, key_.data(), key_.size(), static_cast<uint32_t>(value_size_),
+                            record_crc_, header.data());
+  IoSlice slice{header.data(), header.size()};
+  return blob_->file()->Write(offset_, &slice, 1);
+}
+
+void PutStream::Abort() {
+  std::lock_guard<std::mutex> l(mu_);
+  AbortLocked();
+}
+
+void PutStream::AbortLocked() {
+  if (state_ != State::kOpen) return;
+  // The void record's body must lie inside the file, so that a scan steps
+  // over it rather than take it for a torn tail and cut what follows: its
+  // last byte is written (the rest may stay a hole). A write, not a
+  // truncation: the writer may be appending behind the body meanwhile.
+  const uint64_t body = RecordBodySize(flags_, value_size_);
+  if (body > 0) {
+    const char zero = 0;
+    IoSlice slice{&zero, 1};
+    blob_->file()->Write(offset_ + header_size_ + body - 1, &slice, 1);
+  }
+  EndLocked(State::kAborted);
+}
+
+void PutStream::Abandon() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (state_ == State::kOpen) EndLocked(State::kAborted);
+}
+
+void PutStream::EndLocked(State state) {
+  state_ = state;
+  if (!blob_->EndStream()) return;
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (engine != nullptr) engine->IndexAfterStreams(blob_);
+}
+
+}  // namespace oyster

@@ -1,0 +1,116 @@
+// PutStream is a put whose value arrives in pieces, for values too large to
+// hold in memory at once. The engine's writer reserved the record's place in
+// the active blob and wrote it void (FORMAT.md §3.2), so that nothing
+// readable is there until the stream finishes: Append writes the pieces in
+// place as they come, computing the record's CRC and its block checksums as
+// it goes; Finish writes the checksums and then the record header, and only
+// then publishes the record to reads. A stream that is abandoned, aborted
+// or cut by a crash leaves its space void, stepped over by scans and never
+// read. Other puts go on meanwhile, into the space after it.
+//
+// One thread at a time calls Append, Finish and Abort; the engine may abort
+// the stream from another thread when it closes.
+
+#ifndef OYSTER_ENGINE_PUT_STREAM_H_
+#define OYSTER_ENGINE_PUT_STREAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/version.h"
+#include "util/status.h"
+
+namespace oyster {
+
+class Blob;
+class Engine;
+class PutStream;
+
+// The streams open on one engine, which its Close (or destruction) aborts.
+// Shared by the engine and its streams: a stream may outlive its engine.
+class OpenStreams {
+ public:
+  // False once AbortAll began: no stream starts after it.
+  bool Add(PutStream* stream);
+  void Remove(PutStream* stream);
+  // Aborts every stream registered and refuses new ones.
+  void AbortAll();
+  // The same without touching any file, as a crash leaves them.
+  void AbandonAll();
+
+ private:
+  std::mutex mu_;
+  std::vector<PutStream*> streams_;
+  bool closed_ = false;
+};
+
+class PutStream {
+ public:
+  // Aborts the stream unless it finished.
+  ~PutStream();
+
+  PutStream(const PutStream&) = delete;
+  PutStream& operator=(const PutStream&) = delete;
+
+  // Writes the next n bytes of the value. InvalidArgument for more bytes
+  // than value_size; Closed once the stream was aborted (by Abort, or by the
+  // engine closing); IOError as a write fails (the stream is then aborted).
+  Status Append(const char* data, size_t n);
+
+  // Requires every byte of the value appended (InvalidArgument otherwise).
+  // Writes the block checksums and then the header, makes the record
+  // durable as a put's would be (sync_writes, max_dirty_bytes_before_sync)
+  // and publishes it: reads return it from now on. Closed once aborted;
+  // after a failure the stream is aborted and the record never appears.
+  Status Finish();
+
+  // Leaves the reserved space void: the record is never read. Does nothing
+  // once the stream finished or was aborted.
+  void Abort();
+
+  uint64_t value_size() const { return value_size_; }
+  uint64_t written() const { return written_; }
+
+ private:
+  friend class Engine;
+
+  enum class State { kOpen, kFinished, kAborted };
+
+  PutStream(std::weak_ptr<Engine> engine, std::shared_ptr<OpenStreams> registry, bool sync_writes,
+            std::shared_ptr<Blob> blob, uint64_t offset, std::string key, const Version& version, uint64_t value_size,
+            uint8_t flags);
+
+  friend class OpenStreams;
+
+  Status WriteHeaderLocked();
+  void AbortLocked();
+  // Aborts without writing anything (the engine is gone, as in a crash).
+  void Abandon();
+  // The stream is over (finished or aborted): the blob's index may be built.
+  void EndLocked(State state);
+
+  const std::weak_ptr<Engine> engine_;  // gone after a crash; Close aborts its streams first
+  const std::shared_ptr<OpenStreams> registry_;
+  const bool sync_writes_;
+  const std::shared_ptr<Blob> blob_;
+  const uint64_t offset_;  // of the record header in the blob
+  const std::string key_;
+  const Version version_;
+  const uint64_t value_size_;
+  const uint8_t flags_;
+  const size_t header_size_;
+
+  std::mutex mu_;
+  State state_ = State::kOpen;
+  uint64_t written_ = 0;
+  uint32_t record_crc_;      // over the header prefix and the value so far
+  uint32_t block_crc_ = 0;   // of the block being written
+  std::vector<char> blocks_;  // block checksums, u32 LE each (kFlagBlocks)
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_PUT_STREAM_H_

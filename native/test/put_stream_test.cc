@@ -1,0 +1,282 @@
+// Streamed puts: a value written in pieces into space reserved for it reads
+// back exactly once finished and not before; puts go on meanwhile; a stream
+// aborted, abandoned, cut by a crash or by a power loss leaves nothing
+// readable and nothing in the way of the records around it; sealing and
+// closing wait for nobody. Also the block checksums of large values.
+
+#include "engine/put_stream.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/format.h"
+#include "test/fault_file_system.h"
+#include "test/test_util.h"
+#include "test/testharness.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+
+namespace oyster {
+namespace {
+
+using test::BeginStream;
+using test::FaultInjectingFileSystem;
+using test::Key;
+using test::Puts;
+using test::Read;
+using test::StreamPut;
+using test::TestEngine;
+using test::ValueFor;
+using test::WriteEach;
+
+// A value of n bytes that differs at every position and from key to key.
+std::string BigValue(const std::string& key, uint64_t ts, size_t n) { return ValueFor(key, ts, n); }
+
+LookupResult Lookup(Engine* e, const std::string& key) {
+  LookupResult l;
+  Status s = e->Lookup(key.data(), &l);
+  if (!s.ok()) FAIL() << s.ToString();
+  return l;
+}
+
+// Appends value[from, to) in pieces of 10 000 bytes.
+Status AppendRange(PutStream* stream, const std::string& value, size_t from, size_t to) {
+  for (size_t at = from; at < to; at += 10000) {
+    Status s = stream->Append(value.data() + at, std::min<size_t>(10000, to - at));
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+TEST(PutStream, ReadsBackOnceFinished) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 10, 1, 100), &model);
+  for (size_t n : {size_t{1}, size_t{65536}, size_t{65537}, size_t{1 << 20}, size_t{3 * 65536 + 17}}) {
+    const std::string key = Key(1000 + n);
+    const std::string value = BigValue(key, 2, n);
+    ASSERT_OK(StreamPut(db.get(), key, test::Ts(2), value, 7000));
+    model.Put(key, 2, value);
+    ASSERT_EQ(Read(db.get(), key), value) << n << " bytes";
+  }
+  model.Verify(db.get());
+  ASSERT_OK(db.Reopen());  // from the index file
+  model.Verify(db.get());
+  db.Crash();
+  test::RemoveFile(test::IndexPath(db.dir(), 1));
+  ASSERT_OK(db.Open());  // from a scan
+  ASSERT_EQ(db.report().blobs_scanned, 1u);
+  ASSERT_EQ(db.report().corrupt_records, 0u);
+  model.Verify(db.get());
+}
+
+TEST(PutStream, InvisibleUntilFinishedWhileOtherPutsGoOn) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  const std::string key = Key(7);
+  WriteEach(db.get(), {test::WriteOp::Put(key, 1, "old")}, &model);
+  const std::string value = BigValue(key, 2, 300000);
+  std::unique_ptr<PutStream> stream;
+  ASSERT_OK(BeginStream(db.get(), key, test::Ts(2), value.size(), &stream));
+  ASSERT_OK(AppendRange(stream.get(), value, 0, 150000));
+  // Puts after the stream's space, while it is open.
+  WriteEach(db.get(), Puts(100, 200, 3, 100), &model);
+  ASSERT_EQ(Read(db.get(), key), "old");
+  ASSERT_OK(AppendRange(stream.get(), value, 150000, value.size()));
+  ASSERT_EQ(Read(db.get(), key), "old");
+  ASSERT_EQ(Lookup(db.get(), key).version.timestamp, 1u);
+  ASSERT_OK(stream->Finish());
+  model.Put(key, 2, value);
+  ASSERT_EQ(Read(db.get(), key), value);
+  model.Verify(db.get());
+  ASSERT_OK(db.Reopen());
+  model.Verify(db.get());
+}
+
+TEST(PutStream, RefusesWrongLengthsAndStaysUsable) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  const std::string key = Key(3);
+  const std::string value = BigValue(key, 2, 100000);
+  std::unique_ptr<PutStream> stream;
+  ASSERT_OK(BeginStream(db.get(), key, test::Ts(2), value.size(), &stream));
+  ASSERT_OK(stream->Append(value.data(), 60000));
+  ASSERT_STATUS(kInvalidArgument, stream->Finish());  // 40 000 bytes missing
+  ASSERT_STATUS(kInvalidArgument, stream->Append(value.data(), 40001));
+  ASSERT_OK(stream->Append(value.data() + 60000, 40000));
+  ASSERT_OK(stream->Finish());
+  ASSERT_STATUS(kClosed, stream->Append(value.data(), 1));
+  ASSERT_STATUS(kClosed, stream->Finish());
+  ASSERT_EQ(Read(db.get(), key), value);
+  // A tombstone has no value to stream; a value must fit a record.
+  std::unique_ptr<PutStream> none;
+  ASSERT_STATUS(kInvalidArgument, BeginStream(db.get(), key, test::Ts(3), kMaxStreamedValueSize + 1, &none));
+  ASSERT_TRUE(none == nullptr);
+}
+
+// Aborted, abandoned (destroyed unfinished) or cut by a crash: the older
+// value stays, the records around the space are intact, and a scan steps
+// over the space without counting damage.
+TEST(PutStream, UnfinishedStreamsLeaveNothing) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 20, 1, 100), &model);
+  std::vector<std::unique_ptr<PutStream>> streams(3);
+  for (int i = 0; i < 3; i++) {
+    const std::string key = Key(i);
+    const std::string value = BigValue(key, 5, 200000);
+    ASSERT_OK(BeginStream(db.get(), key, test::Ts(5), value.size(), &streams[i]));
+    ASSERT_OK(AppendRange(streams[i].get(), value, 0, i == 2 ? value.size() : 123456));
+    WriteEach(db.get(), Puts(100 + 10 * i, 110 + 10 * i, 2, 100), &model);
+  }
+  streams[0]->Abort();
+  ASSERT_STATUS(kClosed, streams[0]->Finish());
+  streams[1].reset();  // abandoned
+  model.Verify(db.get());
+  // The third, fully written but never finished, is cut by a crash.
+  db.Crash();
+  streams[2].reset();
+  ASSERT_OK(db.Open());
+  ASSERT_EQ(db.report().corrupt_records, 0u);
+  ASSERT_EQ(db.report().skipped_bytes, 0u);
+  model.Verify(db.get());
+  WriteEach(db.get(), Puts(200, 210, 3, 100), &model);  // appended behind the void space
+  ASSERT_OK(db.Reopen());
+  model.Verify(db.get());
+}
+
+// A stream left void at the very end of a blob and then a crash: the tail
+// is cut, nothing else.
+TEST(PutStream, VoidTailIsCutAtRecovery) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 5, 1, 100), &model);
+  const uint64_t before = test::FileSize(test::BlobPath(db.dir(), 1));
+  std::unique_ptr<PutStream> stream;
+  const std::string value = BigValue(Key(1), 2, 500000);
+  ASSERT_OK(BeginStream(db.get(), Key(1), test::Ts(2), value.size(), &stream));
+  ASSERT_OK(AppendRange(stream.get(), value, 0, 1000));
+  db.Crash();
+  stream.reset();
+  ASSERT_OK(db.Open());
+  ASSERT_EQ(test::FileSize(test::BlobPath(db.dir(), 1)), before);
+  model.Verify(db.get());
+}
+
+// Sealing a blob with a stream open defers its index until the stream ends;
+// the stream's record is in it.
+TEST(PutStream, IndexWaitsForOpenStreams) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 5, 1, 100), &model);
+  const std::string key = Key(2);
+  const std::string value = BigValue(key, 2, 200000);
+  std::unique_ptr<PutStream> stream;
+  ASSERT_OK(BeginStream(db.get(), key, test::Ts(2), value.size(), &stream));
+  ASSERT_OK(db->CloseActiveBlob());
+  ASSERT_FALSE(test::FileExists(test::IndexPath(db.dir(), 1)));
+  WriteEach(db.get(), Puts(10, 15, 3, 100), &model);  // into blob 2
+  ASSERT_OK(AppendRange(stream.get(), value, 0, value.size()));
+  ASSERT_OK(stream->Finish());
+  model.Put(key, 2, value);
+  ASSERT_TRUE(test::Eventually([&] { return test::FileExists(test::IndexPath(db.dir(), 1)); }));
+  model.Verify(db.get());
+  ASSERT_OK(db.Reopen());
+  ASSERT_EQ(db.report().indexes_loaded, 2u);
+  model.Verify(db.get());
+  // Aborted instead: the index still gets written, without the record.
+  std::unique_ptr<PutStream> other;
+  ASSERT_OK(BeginStream(db.get(), Key(3), test::Ts(4), value.size(), &other));
+  ASSERT_OK(db->CloseActiveBlob());
+  other->Abort();
+  ASSERT_TRUE(test::Eventually([&] { return db->Stats().blobs_in_memory == 0; }));
+  ASSERT_OK(db.Reopen());
+  model.Verify(db.get());
+}
+
+// Close aborts open streams: what they wrote never appears.
+TEST(PutStream, CloseAbortsOpenStreams) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 5, 1, 100), &model);
+  const std::string value = BigValue(Key(1), 2, 200000);
+  std::unique_ptr<PutStream> stream;
+  ASSERT_OK(BeginStream(db.get(), Key(1), test::Ts(2), value.size(), &stream));
+  ASSERT_OK(AppendRange(stream.get(), value, 0, value.size()));
+  std::shared_ptr<Engine> engine;
+  ASSERT_OK(db->Close());
+  ASSERT_STATUS(kClosed, stream->Finish());
+  stream.reset();
+  ASSERT_OK(db.Open());
+  ASSERT_EQ(db.report().indexes_loaded, 1u);
+  model.Verify(db.get());
+}
+
+// With sync_writes, a finished stream survives a power loss; an unfinished
+// one leaves nothing, even where its header reached the disk.
+TEST(PutStream, PowerLossKeepsWhatWasFinished) {
+  FaultInjectingFileSystem fs;
+  TestEngine db(test::TmpDir() + "/partition");
+  db.options.fs = &fs;
+  db.options.sync_writes = true;
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 5, 1, 100), &model);
+  db.Crash();
+  ASSERT_OK(fs.TrackUnsyncedData(true));
+  ASSERT_OK(db.Open());
+  const std::string done = BigValue(Key(1), 2, 300000);
+  ASSERT_OK(StreamPut(db.get(), Key(1), test::Ts(2), done, 50000));
+  model.Put(Key(1), 2, done);
+  std::unique_ptr<PutStream> open;
+  const std::string partial = BigValue(Key(2), 2, 300000);
+  ASSERT_OK(BeginStream(db.get(), Key(2), test::Ts(2), partial.size(), &open));
+  ASSERT_OK(AppendRange(open.get(), partial, 0, partial.size()));
+  WriteEach(db.get(), Puts(10, 12, 3, 100), &model);  // synced: the void header is on disk
+  fs.CutPower();
+  db.Crash();
+  open.reset();
+  ASSERT_OK(fs.DropUnsyncedData());
+  ASSERT_OK(db.Open());
+  ASSERT_EQ(db.report().corrupt_records, 0u);
+  model.Verify(db.get());
+  ASSERT_OK(db.Close());
+  ASSERT_OK(fs.TrackUnsyncedData(false));
+}
+
+// Values over one block carry block checksums, streamed or not; they read
+// back, survive scans, and a damaged block shows as a damaged record.
+TEST(PutStream, LargeValuesCarryBlockChecksums) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  test::Model model;
+  const std::string big = BigValue(Key(1), 1, 200000);
+  WriteEach(db.get(), {test::WriteOp::Put(Key(1), 1, big)}, &model);
+  WriteEach(db.get(), Puts(2, 4, 1, 100), &model);
+  RecordLocation where;
+  LookupResult l;
+  ASSERT_OK(db->Locate(ReadOptions(), Key(1).data(), &l, &where));
+  ASSERT_EQ(where.entry.flags, kFlagBlocks);
+  const size_t hsize = RecordHeaderSize(kBlobFormatVersion, 16);
+  const std::string file = test::ReadFileOrThrow(test::BlobPath(db.dir(), 1));
+  // The checksums follow the value: block 3 (the short last one) among them.
+  const uint64_t trailer = where.entry.offset + hsize + big.size();
+  ASSERT_EQ(DecodeFixed32(file.data() + trailer + 12), crc32c::Value(big.data() + 3 * 65536, big.size() - 3 * 65536));
+  ASSERT_EQ(test::FileSize(test::BlobPath(db.dir(), 1)), trailer + 16 + 2 * (hsize + 100));
+  db.Crash();
+  ASSERT_OK(db.Open());  // scanned: the records after the checksums are found
+  ASSERT_EQ(db.report().corrupt_records, 0u);
+  model.Verify(db.get());
+}
+
+}  // namespace oyster
