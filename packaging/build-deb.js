@@ -106,6 +106,15 @@ function gzip(file, text) {
   write(file, zlib.gzipSync(Buffer.from(text), { level: 9 }));
 }
 
+// The commit the package is built from, for oyster_build_info.
+function revision() {
+  try {
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
 // A manual page made of the program's own --help text.
 function manPage(program, section, summary, help, version) {
   const esc = (line) => line.replace(/\\/g, '\\e').replace(/^([.'])/, '\\&$1');
@@ -173,6 +182,7 @@ function main() {
     const lib = path.join(stage, LIB);
     // The program: what the dist/, build/ and src/ relative paths in the code expect.
     const { name, description, license, main: entry, dependencies } = pkg;
+    write(path.join(lib, 'REVISION'), `${revision()}\n`);
     write(path.join(lib, 'package.json'), `${JSON.stringify({ name, version: pkg.version, description, license, private: true, main: entry, dependencies }, null, 2)}\n`);
     copyTree(path.join(ROOT, 'dist', 'src'), path.join(lib, 'dist', 'src'), (e) => e.isDirectory() || e.name.endsWith('.js'));
     for (const proto of ['bob.proto', 'oyster.proto']) write(path.join(lib, 'src', 'grpc', proto), fs.readFileSync(path.join(ROOT, 'src', 'grpc', proto)));

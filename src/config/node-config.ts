@@ -131,11 +131,15 @@ export const DEFAULT_HTTP_REQUEST_TIMEOUT = 300 * SECOND;
  */
 export const DEFAULT_MIN_FREE_SPACE: Space = { percent: 1 };
 
-/** bob's metrics defaults, used when node.yaml has no `metrics` section. */
+/**
+ * bob's metrics defaults, used when node.yaml has no `metrics` section,
+ * except that the Prometheus listener is on loopback (bob: 0.0.0.0:9000):
+ * it answers anyone without authentication, so exposing it is a choice.
+ */
 export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
   graphiteEnabled: false,
   prometheusEnabled: false,
-  prometheusAddr: '0.0.0.0:9000',
+  prometheusAddr: '127.0.0.1:9000',
 };
 
 const positive = (v: number) => (v > 0 ? undefined : 'must be greater than 0');

@@ -11,11 +11,12 @@ import { AlienHandoff } from '../cluster/alien-handoff';
 import { AntiEntropy } from '../cluster/anti-entropy';
 import { Grinder } from '../cluster/grinder';
 import { LinkManager } from '../cluster/link-manager';
-import { PeerClient } from '../grpc/peer-client';
+import { PEER_OPERATIONS, PeerClient } from '../grpc/peer-client';
 import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
 import { Topology } from '../model/topology';
-import { BobApiService } from '../grpc/proto';
+import { BobApiService, ReplicasService } from '../grpc/proto';
+import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
@@ -24,6 +25,7 @@ import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '
 import { startMetricsListener } from '../metrics/listener';
 import { createMetrics, NodeMetrics } from '../metrics/registry';
 import { registerStorageGauges } from '../metrics/storage-gauges';
+import { startAtZero } from '../metrics/zeros';
 import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
 import { BodyBudget } from '../rest/body-budget';
@@ -62,7 +64,8 @@ export class OysterNode {
   constructor(private readonly options: NodeOptions) {
     const { config, log } = options;
     this.topology = new Topology(config.cluster, config.node.name);
-    this.metrics = createMetrics(config.node.name);
+    const version = versionInfo();
+    this.metrics = createMetrics({ version: version.version, revision: version.revision });
     this.tls = readTls(config.node.tls);
     if (this.tls) for (const [certificate, at] of Object.entries(this.tls.expires)) this.metrics.tlsCertExpiry.set({ certificate }, at);
     const metrics = this.metrics;
@@ -73,8 +76,6 @@ export class OysterNode {
       lastFutureLog = Date.now();
       log.warn({ version: formatVersion(v), aheadSeconds: Math.round(aheadUs / 1e6) }, "a version far ahead of this node's clock was seen; check the clocks of the cluster and the timestamps clients send");
     });
-    for (const op of ['get', 'exist']) metrics.unansweredReads.inc({ operation: op }, 0);
-    for (const outcome of ['repaired', 'failed', 'dropped']) metrics.readRepairs.inc({ outcome }, 0);
     // Parts built further down hear of disk state changes through this list.
     const diskStateListeners: Array<(disk: string, alien: boolean, state: DiskState) => void> = [
       (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
@@ -118,6 +119,15 @@ export class OysterNode {
       this.peers.set(n.name, peer);
       links.add(peer);
     }
+    startAtZero(metrics, {
+      peers: [...this.peers.keys()],
+      peerOperations: PEER_OPERATIONS,
+      grpcMethods: [...Object.keys(BobApiService), ...Object.keys(ReplicasService)],
+      grpcCodes: ANSWER_CODES,
+      disks: [...this.store.disks, this.store.alien].map((d) => d.name),
+      owners: this.topology.nodes.map((n) => n.name),
+      sources: antiEntropySources(this.topology),
+    });
     const antiEntropy = new AntiEntropy({
       topology: this.topology,
       store: this.store,
@@ -229,7 +239,6 @@ export class OysterNode {
     this.grpc = grpcServer;
     this.grpcPort = port;
     const where = alienLocation(config, this.topology);
-    this.metrics.restBodyRefused.inc(0);
     const bodyBudget = new BodyBudget(
       node.httpBodyMemoryLimit,
       (bytes) => this.metrics.restBodyBytes.set(bytes),
@@ -346,6 +355,20 @@ export class OysterNode {
       }
     }
   }
+}
+
+/** The replicas anti-entropy may copy from, as oyster_anti_entropy_records_total names them. */
+function antiEntropySources(topology: Topology): string[] {
+  const sources = new Set<string>();
+  for (const v of topology.vdisks) {
+    const here = topology.localReplicas(v.id);
+    if (here.length === 0) continue;
+    for (const r of v.replicas) {
+      if (r.node !== topology.self.name) sources.add(r.node);
+      else if (here.length > 1) sources.add(`${r.node}/${r.disk}`);
+    }
+  }
+  return [...sources];
 }
 
 /**

@@ -143,12 +143,12 @@ t.test('defaults of every optional key', async (t) => {
       syncWrites: false,
       settings: { rootDirName: 'bob', alienRootDirName: 'alien', timestampPeriod: H, createPearlWaitDelay: 100 },
     },
-    metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' },
+    metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000' },
     tls: undefined,
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
     noEffect: ['pearl.settings.create_pearl_wait_delay'],
   });
-  t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' });
+  t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000' });
 });
 
 t.test("disks_events_logfile defaults to bob's temp directory choice", async (t) => {
