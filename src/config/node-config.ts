@@ -38,6 +38,9 @@ export interface PearlConfig {
   settings: PearlSettings;
 }
 
+/** What GET /metrics on the REST port answers a client that names no format (Oyster's key). */
+export type MetricsFormat = 'prometheus' | 'bob';
+
 export interface MetricsConfig {
   name?: string;
   graphiteEnabled: boolean;
@@ -45,6 +48,7 @@ export interface MetricsConfig {
   prometheusEnabled: boolean;
   prometheusAddr: string;
   prefix?: string;
+  restFormat: MetricsFormat;
 }
 
 export interface TlsConfig {
@@ -140,6 +144,7 @@ export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
   graphiteEnabled: false,
   prometheusEnabled: false,
   prometheusAddr: '127.0.0.1:9000',
+  restFormat: 'prometheus',
 };
 
 const positive = (v: number) => (v > 0 ? undefined : 'must be greater than 0');
@@ -317,6 +322,10 @@ function readMetrics(m: MapReader): MetricsConfig {
       check: parsedBy(parseSocketAddress),
     }),
     prefix: m.string('prefix', { check: (p) => graphitePrefixProblem(p, name !== undefined) }),
+    restFormat: m.string('rest_format', {
+      default: DEFAULT_METRICS.restFormat,
+      check: (v) => (v === 'prometheus' || v === 'bob' ? undefined : `unknown format "${v}", expected prometheus or bob`),
+    }) as MetricsFormat,
   };
 }
 

@@ -22,6 +22,7 @@ import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
 import { Logger } from '../logging/logger';
 import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
+import { BobMetrics } from '../metrics/bob-json';
 import { startMetricsListener } from '../metrics/listener';
 import { createMetrics, NodeMetrics } from '../metrics/registry';
 import { registerStorageGauges } from '../metrics/storage-gauges';
@@ -53,6 +54,7 @@ export class OysterNode {
   readonly handoff: AlienHandoff;
   readonly antiEntropy: AntiEntropy;
   readonly clock: VersionClock;
+  private readonly bobMetrics: BobMetrics;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
@@ -128,6 +130,7 @@ export class OysterNode {
       owners: this.topology.nodes.map((n) => n.name),
       sources: antiEntropySources(this.topology),
     });
+    this.bobMetrics = new BobMetrics(metrics, this.store);
     const antiEntropy = new AntiEntropy({
       topology: this.topology,
       store: this.store,
@@ -191,6 +194,7 @@ export class OysterNode {
     const { config, log } = this.options;
     const { node } = config;
     await this.store.start();
+    this.bobMetrics.start();
     const grinder = new Grinder({
       topology: this.topology,
       local: this.store,
@@ -259,6 +263,8 @@ export class OysterNode {
           alienRoot: where.root,
         },
         registry: this.metrics.registry,
+        bobMetrics: () => this.bobMetrics.json(),
+        metricsFormat: node.metrics.restFormat,
         version: versionInfo(),
         log,
       },
@@ -305,6 +311,7 @@ export class OysterNode {
   stop(graceMs = 30_000): Promise<void> {
     this.stopping ??= (async () => {
       if (this.cleaner) clearInterval(this.cleaner);
+      this.bobMetrics.stop();
       this.links.stop();
       await this.handoff.stop();
       await this.antiEntropy.stop();

@@ -214,7 +214,7 @@ t.test('the built-in default configuration', async (t) => {
   t.equal(node.logConfig, undefined);
   t.equal(node.usersConfig, undefined);
   t.equal(node.tls, undefined);
-  t.same(node.metrics, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' });
+  t.same(node.metrics, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000', restFormat: 'prometheus' });
   t.same(node.pearl.settings, { rootDirName: 'bob', alienRootDirName: 'alien', timestampPeriod: 86_400_000, createPearlWaitDelay: 100 });
   t.equal(node.pearl.alienDisk, 'disk0');
   t.equal(node.pearl.blobFileNamePrefix, 'bob');
