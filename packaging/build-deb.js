@@ -7,7 +7,8 @@
 // The package holds /usr/lib/oyster (the compiled JavaScript, the addon,
 // the .proto files, the production node_modules), /usr/bin/oysterd and
 // /usr/bin/oyster, the default configuration in /etc/oyster (conffiles),
-// the systemd unit and the documentation. The version is package.json's.
+// the systemd unit, the Grafana dashboard and Prometheus alerting rules in
+// /usr/share/oyster, and the documentation. The version is package.json's.
 // Prints the path of the .deb on standard output.
 'use strict';
 
@@ -196,6 +197,10 @@ function main() {
     for (const prog of ['oysterd', 'oyster']) write(path.join(stage, 'usr', 'bin', prog), fs.readFileSync(path.join(HERE, 'bin', prog)), 0o755);
     for (const f of ['cluster.yaml', 'node.yaml', 'users.yaml']) write(path.join(stage, 'etc', 'oyster', f), fs.readFileSync(path.join(HERE, 'etc', f)));
     write(path.join(stage, 'lib', 'systemd', 'system', 'oyster.service'), fs.readFileSync(path.join(HERE, 'systemd', 'oyster.service')));
+    // Monitoring to import: Grafana's dashboard, Prometheus's alerting rules.
+    const share = path.join(stage, 'usr', 'share', 'oyster');
+    write(path.join(share, 'grafana', 'oyster-dashboard.json'), fs.readFileSync(path.join(HERE, 'share', 'oyster-dashboard.json')));
+    write(path.join(share, 'prometheus', 'oyster-alerts.yml'), fs.readFileSync(path.join(HERE, 'share', 'oyster-alerts.yml')));
 
     const doc = path.join(stage, 'usr', 'share', 'doc', 'oyster');
     write(path.join(doc, 'copyright'), fs.readFileSync(path.join(HERE, 'debian', 'copyright')));
