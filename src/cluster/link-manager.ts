@@ -78,9 +78,16 @@ export class LinkManager {
     } catch {
       ok = false;
     }
-    if (this.stopped || this.up.get(peer.name) === ok) return;
+    const was = this.up.get(peer.name);
+    if (this.stopped || was === ok) return;
     this.up.set(peer.name, ok);
-    this.log.info({ peer: peer.name, available: ok }, `node ${peer.name} is ${ok ? 'reachable' : 'unreachable'}`);
+    // A peer lost, or back after it was lost, is an operator's business; the
+    // first ping's outcome is not a change (peers of a cluster start one
+    // after another).
+    const line = { peer: peer.name, available: ok };
+    const msg = `node ${peer.name} is ${ok ? 'reachable' : 'unreachable'}`;
+    if (was === undefined) this.log.info(line, msg);
+    else this.log.warn(line, msg);
     for (const l of this.listeners) l(peer.name, ok);
   }
 }

@@ -20,6 +20,7 @@ import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
+import { LogPart, Logs } from '../logging/create';
 import { Logger } from '../logging/logger';
 import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
 import { BobMetrics } from '../metrics/bob-json';
@@ -40,6 +41,8 @@ export interface NodeOptions {
   config: LoadedConfig;
   initFolders: boolean;
   log: Logger;
+  /** Loggers of the node's parts, whose levels may differ (log_config's loggers); `log` for all when absent. */
+  logs?: Pick<Logs, 'part'>;
   /** Overrides node.yaml http_api_address / http_api_port (bob's -h / -p). */
   restHost?: string;
   restPort?: number;
@@ -65,6 +68,7 @@ export class OysterNode {
 
   constructor(private readonly options: NodeOptions) {
     const { config, log } = options;
+    const cluster = this.logPart('cluster');
     this.topology = new Topology(config.cluster, config.node.name);
     const version = versionInfo();
     this.metrics = createMetrics({ version: version.version, revision: version.revision });
@@ -86,7 +90,7 @@ export class OysterNode {
       config,
       topology: this.topology,
       initFolders: options.initFolders,
-      log,
+      log: this.logPart('store'),
       onDiskWritable: (disk, alien, writable) => metrics.diskWritable.set({ disk, alien: String(alien) }, writable ? 1 : 0),
       onDiskRefusal: (disk, alien, refusal) => {
         for (const reason of REFUSAL_REASONS) metrics.diskRefused.set({ disk, alien: String(alien), reason }, refusal?.reason === reason ? 1 : 0);
@@ -101,7 +105,7 @@ export class OysterNode {
       metrics.diskWritable.set({ disk: d.name, alien: String(d.alien) }, 1);
       for (const reason of REFUSAL_REASONS) metrics.diskRefused.set({ disk: d.name, alien: String(d.alien), reason }, 0);
     }
-    const links = new LinkManager(this.topology.self.name, config.node.checkInterval, log);
+    const links = new LinkManager(this.topology.self.name, config.node.checkInterval, cluster);
     this.links = links;
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;
     for (const n of this.topology.nodes) {
@@ -140,7 +144,7 @@ export class OysterNode {
       keySize: config.cluster.keySize,
       intervalMs: config.node.antiEntropy.interval,
       rateBytesPerSecond: config.node.antiEntropy.rate,
-      log,
+      log: cluster,
       onCopied: (source, records, bytes) => {
         metrics.antiEntropyRecords.inc({ source }, records);
         metrics.antiEntropyBytes.inc(bytes);
@@ -157,7 +161,7 @@ export class OysterNode {
       store: this.store,
       nodeApi: (owner) => (owner === this.topology.self.name ? this.store : this.peers.get(owner)),
       links,
-      log,
+      log: cluster,
       intervalMs: Math.max(1000, config.node.checkInterval),
       concurrency: 8,
       onDelivered: (owner, records) => metrics.aliensHandedOver.inc({ owner }, records),
@@ -185,6 +189,10 @@ export class OysterNode {
     return this.options.log;
   }
 
+  private logPart(part: LogPart): Logger {
+    return this.options.logs?.part(part) ?? this.options.log;
+  }
+
   /** The REST server's address once listening. */
   get restAddress(): AddressInfo | null {
     return (this.rest?.address() as AddressInfo | null) ?? null;
@@ -193,6 +201,7 @@ export class OysterNode {
   async start(): Promise<void> {
     const { config, log } = this.options;
     const { node } = config;
+    const cluster = this.logPart('cluster');
     await this.store.start();
     this.bobMetrics.start();
     const grinder = new Grinder({
@@ -207,10 +216,10 @@ export class OysterNode {
       repair: new ReadRepair({
         node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
         maxInFlight: 64,
-        log,
+        log: cluster,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
       }),
-      log,
+      log: cluster,
       onUnanswered: (operation) => this.metrics.unansweredReads.inc({ operation }),
     });
     const auth = new Authenticator({
@@ -218,7 +227,7 @@ export class OysterNode {
       nodes: new Map(this.topology.nodes.map((n) => [n.name, n.address])),
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
-    const calls = { auth, log, onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
+    const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
     const { server: grpcServer, port } = await startGrpcServer(
       [
         {
@@ -294,14 +303,21 @@ export class OysterNode {
     this.links.start();
     this.handoff.start();
     if (node.antiEntropy.enabled) this.antiEntropy.start();
-    const addr = this.restAddress;
-    log.info(
+    // The one line that tells where everything is: what runs, from which
+    // files, where it listens and where its data goes.
+    const addr = this.restAddress!;
+    const restTls = Boolean(this.tls && node.tls?.rest);
+    const grpcAddress = grpcBindAddress(this.topology.self.address, node.bindToIpAddress);
+    this.logPart('node').info(
       {
-        rest: addr && `${addr.address}:${addr.port}`,
-        grpc: port,
-        tls: { rest: Boolean(this.tls && node.tls?.rest), grpc: Boolean(this.tls && node.tls?.grpc) },
+        version: versionInfo().version,
+        config: config.files,
+        rest: `${restTls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`,
+        grpc: `${grpcAddress.slice(0, grpcAddress.lastIndexOf(':'))}:${port}`,
+        metrics: node.metrics.prometheusEnabled ? `http://${node.metrics.prometheusAddr}/metrics` : null,
+        tls: { rest: restTls, grpc: Boolean(this.tls && node.tls?.grpc) },
         authentication: node.authenticationType,
-        metrics: node.metrics.prometheusEnabled ? node.metrics.prometheusAddr : null,
+        disks: [...this.store.disks, this.store.alien].map((d) => ({ name: d.name, path: d.options.root, alien: d.alien, state: d.state })),
       },
       'node is serving',
     );
@@ -344,7 +360,7 @@ export class OysterNode {
       this.metricsListener?.close();
       for (const p of this.peers.values()) p.close();
       await this.store.close();
-      this.log.info('node stopped');
+      this.logPart('node').info('node stopped');
     })();
     return this.stopping;
   }
@@ -357,7 +373,7 @@ export class OysterNode {
         try {
           await c.use(() => g.admin((ps) => ps.closeOutdatedActiveBlobs(now)));
         } catch (err) {
-          this.log.warn({ disk: c.name, vdisk: g.id, err: (err as Error).message }, 'closing outdated active blobs failed');
+          this.logPart('store').warn({ disk: c.name, vdisk: g.id, err: (err as Error).message }, 'closing outdated active blobs failed');
         }
       }
     }

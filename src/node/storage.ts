@@ -39,8 +39,34 @@ export function alienLocation(config: LoadedConfig, topology: Topology): { name:
   return { name: 'alien_disk', diskPath: path.dirname(root), root };
 }
 
+/**
+ * The store's logger, with the state changes of a disk (its lines carrying a
+ * `state`) raised to warn once the disk has served: a disk going out of
+ * service, or back, is what an operator watches the journal for. Its way up
+ * at start is routine, and stays at info.
+ */
+function stateChangesAtWarn(log: Logger): Logger {
+  const served = new Set<string>();
+  return {
+    debug: log.debug.bind(log),
+    warn: log.warn.bind(log),
+    error: log.error.bind(log),
+    child: log.child.bind(log),
+    info: ((obj: object | string, msg?: string) => {
+      if (typeof obj !== 'object') return log.info(obj);
+      if (!('state' in obj)) return log.info(obj, msg);
+      const { disk, alien, state } = obj as { disk: string; alien: boolean; state: string };
+      const key = `${disk}/${alien}`;
+      if (served.has(key)) log.warn(obj, msg);
+      else log.info(obj, msg);
+      if (state === 'Ready') served.add(key);
+    }) as Logger['info'],
+  };
+}
+
 export function createNodeStore(o: StorageOptions): NodeStore {
   const { node, cluster } = o.config;
+  const log = stateChangesAtWarn(o.log);
   const { pearl } = node;
   const self = o.topology.self.name;
   const engine: EngineOptions = {
@@ -68,7 +94,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
       idleCloseMs: 10_000,
       observer: o.observer?.(disk),
       clock: o.clock,
-      log: o.log,
+      log,
     });
   const common = {
     createRoot: o.initFolders,
@@ -88,7 +114,7 @@ export function createNodeStore(o: StorageOptions): NodeStore {
         alien: false,
         vdisks: o.topology.vdisksOnLocalDisk(d.name),
         makeVdisk: (dir, id) => vdisk(d.name, dir, id, false),
-        log: o.log,
+        log,
         onStateChange: (s) => o.onDiskState?.(d.name, false, s),
         onWritableChange: (w) => o.onDiskWritable?.(d.name, false, w),
         identity: { node: self, disk: d.name, state },
@@ -105,14 +131,14 @@ export function createNodeStore(o: StorageOptions): NodeStore {
     vdisks: [],
     acceptsAlien: (owner, vdisk) => o.topology.node(owner) !== undefined && o.topology.isOnNode(vdisk, owner),
     makeVdisk: (dir, id) => vdisk(where.name, dir, id, true),
-    log: o.log,
+    log,
     onStateChange: (s) => o.onDiskState?.(where.name, true, s),
     onWritableChange: (w) => o.onDiskWritable?.(where.name, true, w),
     // The alien directory on a disk has that disk's identity; one in the working directory (bob's default) has none.
     identity: pearl.alienDisk && where.name === pearl.alienDisk ? { node: self, disk: where.name, state } : undefined,
     onRefusal: (r) => o.onDiskRefusal?.(where.name, true, r),
   });
-  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, state, log: o.log });
+  return new NodeStore({ topology: o.topology, disks, alien, startParallelism: node.initParDegree, clock: o.clock, state, log });
 }
 
 // bob sizes bloom filters in bits per blob; the engine in bits per key.

@@ -458,7 +458,7 @@ t.test('unknown keys are warnings naming the key', async (t) => {
     r.warnings.map((w) => `${w.file}: ${w.key}: ${w.reason}`),
     [
       'node.yaml: typo_quorum: unknown key, ignored',
-      'node.yaml: metrics.prometheus: unknown key, ignored',
+      'node.yaml: metrics.prometheus: unknown key, ignored; did you mean prometheus_addr?',
       'node.yaml: pearl.settings.root_dir: unknown key, ignored',
     ],
   );
