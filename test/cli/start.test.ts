@@ -5,11 +5,12 @@
 // terminal, a supervisor or a script stops npm — leaves no oysterd behind.
 // The built-in ports are fixed: the test skips, saying so, when another
 // program holds one of them.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { startOysterd } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -54,29 +55,11 @@ t.test('npm start', async (t) => {
     return;
   }
   const data = path.join(tempDir(t, 'oyster-start-'), 'data');
-  const npm = spawn('npm', ['start'], { cwd: ROOT, env: { ...process.env, OYSTER_DATA: data, OYSTER_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | string>((resolve) => npm.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const npm = await startOysterd('npm start', { command: ['npm', 'start'], args: [], cwd: ROOT, env: { OYSTER_DATA: data }, timeoutMs: 30_000 });
   t.teardown(() => {
-    if (npm.exitCode === null) npm.kill('SIGKILL');
+    if (npm.child.exitCode === null) npm.child.kill('SIGKILL');
   });
-  const lines: string[] = [];
-  const serving = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm start did not serve within 30 s:\n${lines.join('\n')}`)), 30_000);
-    let buf = '';
-    const onData = (chunk: Buffer) => {
-      buf += chunk.toString();
-      const parts = buf.split('\n');
-      buf = parts.pop() ?? '';
-      for (const line of parts) {
-        lines.push(line);
-        if (!line.includes('"node is serving"')) continue;
-        clearTimeout(timer);
-        resolve(JSON.parse(line) as Record<string, unknown>);
-      }
-    };
-    npm.stdout!.on('data', onData);
-    npm.stderr!.on('data', onData);
-  });
+  const serving = JSON.parse(npm.output.find((l) => l.includes('"node is serving"'))!) as Record<string, unknown>;
   t.match(serving, { level: 'info', rest: 'http://127.0.0.1:8000', grpc: '127.0.0.1:20000', authentication: 'None' }, 'the start line says where it listens');
   t.match(serving.disks, [{ name: 'disk0', path: path.join(data, 'disk0', 'bob') }, { name: 'disk0', path: path.join(data, 'disk0', 'alien') }], 'and where the data goes');
   t.equal((await fetch('http://127.0.0.1:8000/status')).status, 200, 'REST answers on 127.0.0.1');
@@ -87,11 +70,10 @@ t.test('npm start', async (t) => {
   else t.pass('SKIP the check from another address: this machine has no IPv4 address but loopback');
 
   // npm's child is oysterd itself (the script execs it): nothing sits between them to orphan it.
-  const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(npm.pid)], { encoding: 'utf8' });
+  const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(npm.child.pid)], { encoding: 'utf8' });
   const pids = children.trim().split(/\s+/).filter(Boolean).map(Number);
   t.equal(pids.length, 1, `npm has one child (${pids.join(', ')})`);
-  npm.kill('SIGTERM');
-  t.equal(await exited, 0, 'npm start ends with oysterd, which stops cleanly on SIGTERM');
+  t.equal(await npm.stop(), 0, 'npm start ends with oysterd, which stops cleanly on SIGTERM');
   await new Promise((r) => setTimeout(r, 200));
   t.same(pids.filter(alive), [], 'no oysterd is left running');
   t.ok(await canListen(8000, '127.0.0.1'), 'port 8000 is free again');
