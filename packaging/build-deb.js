@@ -7,7 +7,8 @@
 // The package holds /usr/lib/oyster (the compiled JavaScript, the addon,
 // the .proto files, the production node_modules), /usr/bin/oysterd and
 // /usr/bin/oyster, the default configuration in /etc/oyster (conffiles),
-// the systemd unit and the documentation. The version is package.json's.
+// the systemd unit, the Grafana dashboard and Prometheus alerting rules in
+// /usr/share/oyster, and the documentation. The version is package.json's.
 // Prints the path of the .deb on standard output.
 'use strict';
 
@@ -106,6 +107,15 @@ function gzip(file, text) {
   write(file, zlib.gzipSync(Buffer.from(text), { level: 9 }));
 }
 
+// The commit the package is built from, for oyster_build_info.
+function revision() {
+  try {
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
 // A manual page made of the program's own --help text.
 function manPage(program, section, summary, help, version) {
   const esc = (line) => line.replace(/\\/g, '\\e').replace(/^([.'])/, '\\&$1');
@@ -173,6 +183,7 @@ function main() {
     const lib = path.join(stage, LIB);
     // The program: what the dist/, build/ and src/ relative paths in the code expect.
     const { name, description, license, main: entry, dependencies } = pkg;
+    write(path.join(lib, 'REVISION'), `${revision()}\n`);
     write(path.join(lib, 'package.json'), `${JSON.stringify({ name, version: pkg.version, description, license, private: true, main: entry, dependencies }, null, 2)}\n`);
     copyTree(path.join(ROOT, 'dist', 'src'), path.join(lib, 'dist', 'src'), (e) => e.isDirectory() || e.name.endsWith('.js'));
     for (const proto of ['bob.proto', 'oyster.proto']) write(path.join(lib, 'src', 'grpc', proto), fs.readFileSync(path.join(ROOT, 'src', 'grpc', proto)));
@@ -186,6 +197,10 @@ function main() {
     for (const prog of ['oysterd', 'oyster']) write(path.join(stage, 'usr', 'bin', prog), fs.readFileSync(path.join(HERE, 'bin', prog)), 0o755);
     for (const f of ['cluster.yaml', 'node.yaml', 'users.yaml']) write(path.join(stage, 'etc', 'oyster', f), fs.readFileSync(path.join(HERE, 'etc', f)));
     write(path.join(stage, 'lib', 'systemd', 'system', 'oyster.service'), fs.readFileSync(path.join(HERE, 'systemd', 'oyster.service')));
+    // Monitoring to import: Grafana's dashboard, Prometheus's alerting rules.
+    const share = path.join(stage, 'usr', 'share', 'oyster');
+    write(path.join(share, 'grafana', 'oyster-dashboard.json'), fs.readFileSync(path.join(HERE, 'share', 'oyster-dashboard.json')));
+    write(path.join(share, 'prometheus', 'oyster-alerts.yml'), fs.readFileSync(path.join(HERE, 'share', 'oyster-alerts.yml')));
 
     const doc = path.join(stage, 'usr', 'share', 'doc', 'oyster');
     write(path.join(doc, 'copyright'), fs.readFileSync(path.join(HERE, 'debian', 'copyright')));

@@ -7,7 +7,7 @@ import { Permission } from '../model/permission';
 export function restPermission(method: string, route: string): number {
   if (route.startsWith('/data/')) return method === 'GET' || method === 'HEAD' ? Permission.read : Permission.write;
   if (method === 'GET' || method === 'HEAD') {
-    return ['/status', '/status/space', '/metrics', '/version', '/alien'].includes(route) ? 0 : Permission.readRest;
+    return ['/status', '/status/space', '/metrics', '/metrics/bob', '/version', '/alien'].includes(route) ? 0 : Permission.readRest;
   }
   return Permission.writeRest;
 }

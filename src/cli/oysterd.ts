@@ -1,32 +1,41 @@
 // oysterd: runs one Oyster node.
 //
-//   oysterd -c cluster.yaml -n node.yaml [--init-folders] [-h HOST] [-p PORT]
+//   oysterd -c cluster.yaml -n node.yaml [--init-folders] [--strict] [--host HOST] [-p PORT]
 //   oysterd                      a single-node cluster on the built-in configuration,
-//                                data in $OYSTER_DATA or ./data, REST on port 8000
+//                                data in $OYSTER_DATA or ./data, REST on 127.0.0.1:8000
 //
 // Exit codes: 0 stopped by SIGTERM/SIGINT, 1 fatal error, 2 bad arguments or configuration.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, formatProblem } from '../config/errors';
 import { defaultConfig, LoadedConfig, loadConfig } from '../config/load';
-import { createLogger } from '../logging/create';
+import { logGrpcJsInto } from '../grpc/log';
+import { createLogs } from '../logging/create';
 import { OysterNode } from '../node/node';
 import { versionInfo } from '../node/version';
 
 const USAGE = `Usage: oysterd [-c|--cluster cluster.yaml -n|--node node.yaml] [--init-folders]
-               [-h|--host ADDRESS] [-p|--port PORT] [--version] [--help]
+               [--strict] [--host ADDRESS] [-p|--port PORT] [-V|--version] [-h|--help]
 
 With no configuration files oysterd runs a single-node cluster on its built-in
-configuration, with its data in $OYSTER_DATA (default ./data) and REST on port 8000.
+configuration, with its data in $OYSTER_DATA (default ./data) and REST on
+127.0.0.1:8000 (give --host 0.0.0.0 to serve other hosts: the built-in
+configuration has no authentication).
 
   -c, --cluster FILE   cluster.yaml (bob's format)
   -n, --node FILE      node.yaml (bob's format)
   --init-folders       create missing data directories on the node's disks
                        (bob's spelling --init_folders works too)
-  -h, --host ADDRESS   REST listen address (overrides http_api_address)
+  --strict             refuse to start on unknown configuration keys (typos),
+                       which are otherwise warnings
+  --host ADDRESS       REST listen address (overrides http_api_address)
   -p, --port PORT      REST port (overrides http_api_port)
-  --version            print the version and exit
-  --help               print this help and exit
+  -V, --version        print the version and exit
+  -h, --help           print this help and exit
+
+The log goes to standard output as JSON lines; its level is OYSTER_LOG_LEVEL
+(trace, debug, info, warn, error, fatal, silent), else node.yaml log_config,
+else info. Configuration errors go to standard error as text.
 
 Exit codes: 0 stopped by SIGTERM/SIGINT, 1 fatal error, 2 bad arguments or configuration.`;
 
@@ -34,6 +43,7 @@ interface Args {
   cluster?: string;
   node?: string;
   initFolders: boolean;
+  strict: boolean;
   host?: string;
   port?: number;
 }
@@ -41,7 +51,7 @@ interface Args {
 class UsageError extends Error {}
 
 function parseArgs(argv: string[]): Args | 'help' | 'version' {
-  const args: Args = { initFolders: false };
+  const args: Args = { initFolders: false, strict: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const [flag, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -63,7 +73,9 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
       case '--init_folders':
         args.initFolders = true;
         break;
-      case '-h':
+      case '--strict':
+        args.strict = true;
+        break;
       case '--host':
         args.host = value();
         break;
@@ -75,6 +87,12 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
         args.port = port;
         break;
       }
+      case '-h':
+        // bob's -h is the host: a unit written for bob would print help and exit 0.
+        if (argv[i + 1] !== undefined && !argv[i + 1].startsWith('-')) {
+          throw new UsageError(`-h is --help here; give the REST listen address with --host ${argv[i + 1]}`);
+        }
+        return 'help';
       case '--help':
         return 'help';
       case '-V':
@@ -91,7 +109,7 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
 }
 
 function load(args: Args): { config: LoadedConfig; initFolders: boolean } {
-  if (args.cluster && args.node) return { config: loadConfig(args.cluster, args.node), initFolders: args.initFolders };
+  if (args.cluster && args.node) return { config: loadConfig(args.cluster, args.node, { strict: args.strict }), initFolders: args.initFolders };
   const dataDir = path.resolve(process.env.OYSTER_DATA || 'data');
   const config = defaultConfig(dataDir);
   // The built-in configuration creates what it needs, disk directories included.
@@ -127,13 +145,17 @@ async function main(): Promise<number> {
     return 2;
   }
   const { config, initFolders } = loaded;
-  const log = createLogger(config.node.name, process.env.OYSTER_LOG_LEVEL || config.logLevel || 'info');
-  for (const w of config.warnings) log.warn({ file: w.file, key: w.key }, `config: ${formatProblem(w)}`);
+  const env = process.env.OYSTER_LOG_LEVEL;
+  const logs = createLogs(config.node.name, env ? { root: env } : { root: config.logLevels?.root ?? 'info', parts: config.logLevels?.parts });
+  const log = logs.root;
+  logGrpcJsInto(logs.part('grpc'));
+  const configLog = logs.part('config');
+  for (const w of config.warnings) configLog.warn({ file: w.file, key: w.key }, `config: ${formatProblem(w)}`);
   if (config.node.noEffect.length > 0) {
-    log.info({ keys: config.node.noEffect }, `config: accepted for bob compatibility, no effect in Oyster: ${config.node.noEffect.join(', ')}`);
+    configLog.info({ keys: config.node.noEffect }, `config: accepted for bob compatibility, no effect in Oyster: ${config.node.noEffect.join(', ')}`);
   }
 
-  const node = new OysterNode({ config, initFolders, log, restHost: args.host, restPort: args.port });
+  const node = new OysterNode({ config, initFolders, log, logs, restHost: args.host, restPort: args.port });
   process.on('unhandledRejection', (reason) => {
     log.error({ err: reason instanceof Error ? reason.stack : String(reason) }, 'unhandled rejection');
   });

@@ -8,6 +8,8 @@ import { PeerClient } from '../grpc/peer-client';
 export class LinkManager {
   private readonly peers = new Map<string, PeerClient>();
   private readonly up = new Map<string, boolean>();
+  /** Peers that have answered a ping once: from then on, losing them is news. */
+  private readonly answered = new Set<string>();
   private readonly listeners: Array<(node: string, available: boolean) => void> = [];
   private timer: NodeJS.Timeout | null = null;
   private readonly startedAt = Date.now();
@@ -80,7 +82,14 @@ export class LinkManager {
     }
     if (this.stopped || this.up.get(peer.name) === ok) return;
     this.up.set(peer.name, ok);
-    this.log.info({ peer: peer.name, available: ok }, `node ${peer.name} is ${ok ? 'reachable' : 'unreachable'}`);
+    // A peer lost, or back after it was lost, is an operator's business; the
+    // pings before a peer first answers are not (the nodes of a cluster
+    // start one after another).
+    const line = { peer: peer.name, available: ok };
+    const msg = `node ${peer.name} is ${ok ? 'reachable' : 'unreachable'}`;
+    if (this.answered.has(peer.name)) this.log.warn(line, msg);
+    else this.log.info(line, msg);
+    if (ok) this.answered.add(peer.name);
     for (const l of this.listeners) l(peer.name, ok);
   }
 }

@@ -7,6 +7,8 @@ export interface Problem {
   /** Dotted path of the key, e.g. `nodes[2].disks[0].path`; empty for the file as a whole. */
   key: string;
   reason: string;
+  /** A key no part of Oyster reads: a typo, or a key of another version (errors with --strict). */
+  unknownKey?: true;
 }
 
 export function formatProblem(p: Problem): string {

@@ -9,6 +9,7 @@ import { ClusterConfig, readClusterConfig } from './cluster-config';
 import { crossCheck } from './cross-check';
 import { ConfigError, Problem } from './errors';
 import { NodeConfig, readNodeConfig, TlsConfig } from './node-config';
+import { LogConfigLevels, readLogConfig } from './log-config';
 import { ConfigReader } from './reader';
 
 export interface LoadedConfig {
@@ -16,24 +17,46 @@ export interface LoadedConfig {
   node: NodeConfig;
   /** users.yaml, with authentication_type Basic; null otherwise. */
   users: UsersConfig | null;
-  /** The level from log_config, if it names one. */
-  logLevel?: string;
+  /** The levels log_config names, if it names any. */
+  logLevels?: LogConfigLevels;
+  /** The files read: cluster.yaml, node.yaml, and users.yaml and log_config where used. */
+  files: ConfigFiles;
   /** Keys that were ignored, and values bob would have silently discarded. */
   warnings: Problem[];
+}
+
+export interface ConfigFiles {
+  cluster: string;
+  node: string;
+  users?: string;
+  logConfig?: string;
 }
 
 interface Source {
   reader: ConfigReader;
   /** The parsed YAML; undefined when the file could not be read or parsed. */
   document?: { value: unknown };
+  /** Why the file could not be read at all. */
+  unreadable?: string;
+}
+
+export interface LoadOptions {
+  /** Unknown keys are problems, not warnings (oysterd --strict, oyster config check --strict). */
+  strict?: boolean;
 }
 
 /**
  * Reads, validates and cross-checks cluster.yaml and node.yaml. Throws a
  * ConfigError listing every problem of both files.
  */
-export function loadConfig(clusterPath: string, nodePath: string): LoadedConfig {
-  return build(readYamlFile(clusterPath), readYamlFile(nodePath));
+export function loadConfig(clusterPath: string, nodePath: string, options: LoadOptions = {}): LoadedConfig {
+  return build(readYamlFile(clusterPath), readYamlFile(nodePath), options);
+}
+
+/** Warnings and problems, unknown keys among the problems when strict. */
+export function sortProblems(problems: Problem[], warnings: Problem[], options: LoadOptions): { problems: Problem[]; warnings: Problem[] } {
+  if (!options.strict) return { problems, warnings };
+  return { problems: [...problems, ...warnings.filter((w) => w.unknownKey)], warnings: warnings.filter((w) => !w.unknownKey) };
 }
 
 /**
@@ -45,7 +68,7 @@ export function loadConfig(clusterPath: string, nodePath: string): LoadedConfig 
  *
  * node: name `local`, quorum 1, cluster_policy quorum, backend_type pearl,
  * operation_timeout 3s, check_interval 5s, cleanup_interval 1h, REST on
- * 0.0.0.0:8000, authentication None; pearl: alien_disk `disk0`,
+ * 127.0.0.1:8000, authentication None; pearl: alien_disk `disk0`,
  * blob_file_name_prefix `bob`, settings root_dir_name `bob`,
  * alien_root_dir_name `alien`, timestamp_period 1d, create_pearl_wait_delay
  * 100ms. Everything else takes its node.yaml default (metrics off,
@@ -67,7 +90,8 @@ export function defaultConfig(dataDir: string): LoadedConfig {
     cluster_policy: 'quorum',
     backend_type: 'pearl',
     cleanup_interval: '1h',
-    http_api_address: '0.0.0.0',
+    // Nothing is authenticated: other hosts are served only when asked (--host).
+    http_api_address: '127.0.0.1',
     http_api_port: 8000,
     state_dir: dataDir,
     pearl: {
@@ -87,7 +111,7 @@ export function defaultConfig(dataDir: string): LoadedConfig {
   );
 }
 
-function build(clusterSource: Source, nodeSource: Source): LoadedConfig {
+function build(clusterSource: Source, nodeSource: Source, options: LoadOptions = {}): LoadedConfig {
   const { reader: clusterReader } = clusterSource;
   const { reader: nodeReader } = nodeSource;
   const cluster = clusterSource.document && readClusterConfig(clusterReader, clusterSource.document.value);
@@ -97,18 +121,26 @@ function build(clusterSource: Source, nodeSource: Source): LoadedConfig {
   nodeReader.finish();
 
   const readers = [clusterReader, nodeReader];
+  const files: ConfigFiles = { cluster: clusterReader.file, node: nodeReader.file };
   let users: UsersConfig | null = null;
   if (node?.authenticationType === 'Basic') {
     if (node.usersConfig === undefined) {
       nodeReader.problem('users_config', 'is required with authentication_type: Basic');
     } else {
-      const source = readYamlFile(relativeTo(nodeReader.file, node.usersConfig));
-      if (source.document) users = readUsersConfig(source.reader, source.document.value);
-      source.reader.finish();
-      readers.push(source.reader);
+      files.users = relativeTo(nodeReader.file, node.usersConfig);
+      const source = readYamlFile(files.users);
+      if (source.unreadable !== undefined) {
+        // The mistake is in node.yaml: it names a file that is not there.
+        nodeReader.problem('users_config', `${node.usersConfig}: ${source.unreadable}${lookedAt(nodeReader.file, node.usersConfig)}`);
+      } else {
+        if (source.document) users = readUsersConfig(source.reader, source.document.value);
+        source.reader.finish();
+        readers.push(source.reader);
+      }
     }
   }
-  const logLevel = node?.logConfig === undefined ? undefined : readLogLevel(relativeTo(nodeReader.file, node.logConfig), nodeReader);
+  if (node?.logConfig !== undefined) files.logConfig = relativeTo(nodeReader.file, node.logConfig);
+  const logLevels = node?.logConfig === undefined ? undefined : readLogConfig(files.logConfig!, `${node.logConfig}: file not found${lookedAt(nodeReader.file, node.logConfig)}`, nodeReader);
   if (node?.tls && (node.tls.rest || node.tls.grpc)) {
     const tls = node.tls;
     tls.caCertPath = relativeTo(nodeReader.file, tls.caCertPath);
@@ -117,10 +149,13 @@ function build(clusterSource: Source, nodeSource: Source): LoadedConfig {
     checkTlsFiles(tls, nodeReader);
   }
 
-  const problems = readers.flatMap((r) => r.problems);
-  const warnings = readers.flatMap((r) => r.warnings);
+  const { problems, warnings } = sortProblems(
+    readers.flatMap((r) => r.problems),
+    readers.flatMap((r) => r.warnings),
+    options,
+  );
   if (!cluster || !node || problems.length > 0) throw new ConfigError(problems, warnings);
-  return { cluster, node, users, logLevel, warnings };
+  return { cluster, node, users, logLevels, files, warnings };
 }
 
 /** A certificate that expires within this many days is named in a warning at start. */
@@ -179,32 +214,16 @@ function checkValidity(key: string, file: string, cert: crypto.X509Certificate, 
  * first (a service's working directory is usually /), then in the working
  * directory, where bob looks.
  */
+/** Where relativeTo looked for a relative path, for a message about a missing file. */
+function lookedAt(nodeYaml: string, file: string): string {
+  if (path.isAbsolute(file)) return '';
+  return ` (looked for ${path.resolve(path.dirname(nodeYaml), file)} and ${path.resolve(file)})`;
+}
+
 function relativeTo(nodeYaml: string, file: string): string {
   if (path.isAbsolute(file)) return file;
   const beside = path.resolve(path.dirname(nodeYaml), file);
   return fs.existsSync(beside) ? beside : path.resolve(file);
-}
-
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'off'];
-
-/**
- * log_config: a small YAML file naming the level (`level: debug`), or bob's
- * log4rs file, whose `root.level` is used. A missing or unreadable file is
- * only a warning: bob's example configs point at files relative to its source tree.
- */
-function readLogLevel(file: string, nodeReader: ConfigReader): string | undefined {
-  let doc: unknown;
-  try {
-    doc = YAML.parse(fs.readFileSync(file, 'utf8'));
-  } catch (err) {
-    nodeReader.warning('log_config', `cannot read ${file} (${(err as Error).message}); logging at the default level`);
-    return undefined;
-  }
-  const m = (doc ?? {}) as { level?: unknown; root?: { level?: unknown } };
-  const level = String(m.level ?? m.root?.level ?? '').toLowerCase();
-  if (LEVELS.includes(level)) return level === 'off' ? 'silent' : level;
-  nodeReader.warning('log_config', `${file} names no level (${LEVELS.join(', ')}); logging at the default level`);
-  return undefined;
 }
 
 function readYamlFile(file: string): Source {
@@ -214,8 +233,9 @@ function readYamlFile(file: string): Source {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    reader.problem('', e.code === 'ENOENT' ? 'file not found' : `cannot read the file: ${e.message}`);
-    return { reader };
+    const unreadable = e.code === 'ENOENT' ? 'file not found' : `cannot read the file: ${e.message}`;
+    reader.problem('', unreadable);
+    return { reader, unreadable };
   }
   const doc = YAML.parseDocument(text);
   if (doc.errors.length > 0) {

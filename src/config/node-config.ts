@@ -38,6 +38,9 @@ export interface PearlConfig {
   settings: PearlSettings;
 }
 
+/** What GET /metrics on the REST port answers a client that names no format (Oyster's key). */
+export type MetricsFormat = 'prometheus' | 'bob';
+
 export interface MetricsConfig {
   name?: string;
   graphiteEnabled: boolean;
@@ -45,6 +48,7 @@ export interface MetricsConfig {
   prometheusEnabled: boolean;
   prometheusAddr: string;
   prefix?: string;
+  restFormat: MetricsFormat;
 }
 
 export interface TlsConfig {
@@ -139,11 +143,16 @@ export const DEFAULT_MIN_FREE_SPACE: Space = { percent: 1 };
  */
 export const DEFAULT_READ_CACHE_SIZE = 128 * MIB;
 
-/** bob's metrics defaults, used when node.yaml has no `metrics` section. */
+/**
+ * bob's metrics defaults, used when node.yaml has no `metrics` section,
+ * except that the Prometheus listener is on loopback (bob: 0.0.0.0:9000):
+ * it answers anyone without authentication, so exposing it is a choice.
+ */
 export const DEFAULT_METRICS: Readonly<MetricsConfig> = {
   graphiteEnabled: false,
   prometheusEnabled: false,
-  prometheusAddr: '0.0.0.0:9000',
+  prometheusAddr: '127.0.0.1:9000',
+  restFormat: 'prometheus',
 };
 
 const positive = (v: number) => (v > 0 ? undefined : 'must be greater than 0');
@@ -322,6 +331,10 @@ function readMetrics(m: MapReader): MetricsConfig {
       check: parsedBy(parseSocketAddress),
     }),
     prefix: m.string('prefix', { check: (p) => graphitePrefixProblem(p, name !== undefined) }),
+    restFormat: m.string('rest_format', {
+      default: DEFAULT_METRICS.restFormat,
+      check: (v) => (v === 'prometheus' || v === 'bob' ? undefined : `unknown format "${v}", expected prometheus or bob`),
+    }) as MetricsFormat,
   };
 }
 

@@ -7,6 +7,7 @@
 import type { Problem } from './errors';
 import { parseDuration } from './duration';
 import { parseSize } from './size';
+import { closest } from './suggest';
 
 type Mapping = Record<string, unknown>;
 
@@ -67,10 +68,14 @@ export class ConfigReader {
     return this.mapping('', document);
   }
 
-  /** Records a warning for every key of every mapping that no getter asked for. */
+  /** Records a warning for every key of every mapping that no getter asked for, with the known keys it is closest to. */
   finish(): void {
     for (const m of this.mappings) {
-      for (const key of m.unread()) this.warning(m.keyPath(key), 'unknown key, ignored');
+      for (const key of m.unread()) {
+        const like = closest(key, m.unset());
+        const hint = like.length === 0 ? '' : `; did you mean ${like.join(' or ')}?`;
+        this.warnings.push({ file: this.file, key: m.keyPath(key), reason: `unknown key, ignored${hint}`, unknownKey: true });
+      }
     }
   }
 
@@ -97,6 +102,11 @@ export class MapReader {
 
   unread(): string[] {
     return Object.keys(this.value).filter((k) => !this.asked.has(k));
+  }
+
+  /** The known keys (those a getter asked for) that the mapping does not set. */
+  unset(): string[] {
+    return [...this.asked].filter((k) => !Object.hasOwn(this.value, k));
   }
 
   /** Whether the key is present with a value (not absent, not an empty `key:`). */

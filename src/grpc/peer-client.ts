@@ -19,6 +19,9 @@ import { decodeEntries, decodeStates, metaVersion, versionMeta } from './version
 import { StoredRecord, Version } from '../model/version';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
+/** The calls a PeerClient makes, as oyster_peer_requests_total names them. */
+export const PEER_OPERATIONS = ['put', 'get', 'exist', 'delete', 'ping', 'digest', 'entries', 'files', 'readfile'] as const;
+
 export interface PeerOptions {
   name: string;
   address: string;

@@ -26,6 +26,11 @@ const CODE_BY_KIND: Record<ErrorKind, grpc.status> = {
   Internal: grpc.status.INTERNAL,
 };
 
+/** Every code this node's services answer with: success, refusals, and each kind of error. */
+export const ANSWER_CODES: readonly string[] = [
+  ...new Set([grpc.status.OK, grpc.status.INVALID_ARGUMENT, grpc.status.UNAUTHENTICATED, grpc.status.PERMISSION_DENIED, ...Object.values(CODE_BY_KIND)]),
+].map((code) => grpc.status[code]);
+
 export function toStatus(err: unknown): Partial<grpc.StatusObject> {
   if (err instanceof OysterError) {
     // bob's peers recognise "Storage ..." for a damaged record as well.

@@ -1,8 +1,10 @@
 // The node's Prometheus metrics (docs/OPERATIONS.md lists every one).
-// Names: oyster_ prefix, base units (seconds, bytes), _total counters.
-// Request metrics keep bob's split between coordinated requests
-// (cluster_grinder.* in bob) and requests served from this node's own
-// storage (client.* in bob) in the `path` label.
+// Names: oyster_ prefix, base units (seconds, bytes), _total counters; the
+// process and Node.js metrics keep prom-client's standard names, which
+// ready-made dashboards and alerts look for. No label names the node: the
+// scrape target does. Request metrics keep bob's split between coordinated
+// requests (cluster_grinder.* in bob) and requests served from this node's
+// own storage (client.* in bob) in the `path` label.
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { HotCounter, HotHistogram } from './hot';
 
@@ -11,6 +13,15 @@ const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.00
 export type Interface = 'rest' | 'grpc';
 export type RequestPath = 'coordinated' | 'local';
 export type Outcome = 'ok' | 'not_found' | 'invalid' | 'unavailable' | 'error';
+export const OUTCOMES: readonly Outcome[] = ['ok', 'not_found', 'invalid', 'unavailable', 'error'];
+export const OPERATIONS = ['put', 'get', 'exist', 'delete'] as const;
+
+/** What oyster_build_info says about the running program. */
+export interface BuildInfo {
+  version: string;
+  /** The source revision it was built from ("unknown" when not recorded). */
+  revision: string;
+}
 
 export interface NodeMetrics {
   registry: Registry;
@@ -56,19 +67,36 @@ export interface NodeMetrics {
   restBodyRefused: Counter;
 }
 
-export function createMetrics(nodeName: string): NodeMetrics {
+export function createMetrics(build: BuildInfo): NodeMetrics {
   const registry = new Registry();
-  registry.setDefaultLabels({ node: nodeName });
-  collectDefaultMetrics({ register: registry, prefix: 'oyster_' });
+  collectDefaultMetrics({ register: registry });
   // prom-client names these gauges *_total, which Prometheus reserves for
-  // counters (promtool rejects them); one correctly named gauge replaces them.
+  // counters (promtool rejects them), and its gauges by type keep types that
+  // are gone; one correctly named gauge replaces them.
   for (const name of ['active_handles', 'active_requests', 'active_resources']) {
-    registry.removeSingleMetric(`oyster_nodejs_${name}`);
-    registry.removeSingleMetric(`oyster_nodejs_${name}_total`);
+    registry.removeSingleMetric(`nodejs_${name}`);
+    registry.removeSingleMetric(`nodejs_${name}_total`);
   }
   const registers = [registry];
   new Gauge({
-    name: 'oyster_nodejs_active_resources',
+    name: 'oyster_build_info',
+    help: 'Always 1: the version of Oyster, the source revision it was built from and the Node.js it runs on',
+    labelNames: ['version', 'revision', 'nodejs'],
+    registers,
+  }).set({ version: build.version, revision: build.revision, nodejs: process.version }, 1);
+  // A counter rather than a ratio: rate() gives the utilisation over any
+  // window, whoever else scrapes the node and however often.
+  new Counter({
+    name: 'oyster_event_loop_busy_seconds_total',
+    help: 'Time the event loop spent running code rather than waiting for I/O (rate() of it is the utilisation, 0 to 1)',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(performance.eventLoopUtilization().active / 1000);
+    },
+  });
+  new Gauge({
+    name: 'nodejs_active_resources',
     help: 'Resources keeping the event loop alive, by type (process.getActiveResourcesInfo)',
     labelNames: ['type'],
     registers,

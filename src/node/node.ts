@@ -11,20 +11,24 @@ import { AlienHandoff } from '../cluster/alien-handoff';
 import { AntiEntropy } from '../cluster/anti-entropy';
 import { Grinder } from '../cluster/grinder';
 import { LinkManager } from '../cluster/link-manager';
-import { PeerClient } from '../grpc/peer-client';
+import { PEER_OPERATIONS, PeerClient } from '../grpc/peer-client';
 import { ReadRepair } from '../cluster/read-repair';
 import { SupportNodes } from '../cluster/support-nodes';
 import { Topology } from '../model/topology';
-import { BobApiService } from '../grpc/proto';
+import { BobApiService, ReplicasService } from '../grpc/proto';
+import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
+import { LogPart, Logs } from '../logging/create';
 import { Logger } from '../logging/logger';
 import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
+import { BobMetrics } from '../metrics/bob-json';
 import { startMetricsListener } from '../metrics/listener';
 import { createMetrics, NodeMetrics } from '../metrics/registry';
 import { registerReadCacheMetrics } from '../metrics/read-cache';
 import { registerStorageGauges } from '../metrics/storage-gauges';
+import { startAtZero } from '../metrics/zeros';
 import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
 import { BodyBudget } from '../rest/body-budget';
@@ -38,6 +42,8 @@ export interface NodeOptions {
   config: LoadedConfig;
   initFolders: boolean;
   log: Logger;
+  /** Loggers of the node's parts, whose levels may differ (log_config's loggers); `log` for all when absent. */
+  logs?: Pick<Logs, 'part'>;
   /** Overrides node.yaml http_api_address / http_api_port (bob's -h / -p). */
   restHost?: string;
   restPort?: number;
@@ -52,6 +58,7 @@ export class OysterNode {
   readonly handoff: AlienHandoff;
   readonly antiEntropy: AntiEntropy;
   readonly clock: VersionClock;
+  private readonly bobMetrics: BobMetrics;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
@@ -62,8 +69,10 @@ export class OysterNode {
 
   constructor(private readonly options: NodeOptions) {
     const { config, log } = options;
+    const cluster = this.logPart('cluster');
     this.topology = new Topology(config.cluster, config.node.name);
-    this.metrics = createMetrics(config.node.name);
+    const version = versionInfo();
+    this.metrics = createMetrics({ version: version.version, revision: version.revision });
     this.tls = readTls(config.node.tls);
     if (this.tls) for (const [certificate, at] of Object.entries(this.tls.expires)) this.metrics.tlsCertExpiry.set({ certificate }, at);
     const metrics = this.metrics;
@@ -74,8 +83,6 @@ export class OysterNode {
       lastFutureLog = Date.now();
       log.warn({ version: formatVersion(v), aheadSeconds: Math.round(aheadUs / 1e6) }, "a version far ahead of this node's clock was seen; check the clocks of the cluster and the timestamps clients send");
     });
-    for (const op of ['get', 'exist']) metrics.unansweredReads.inc({ operation: op }, 0);
-    for (const outcome of ['repaired', 'failed', 'dropped']) metrics.readRepairs.inc({ outcome }, 0);
     // Parts built further down hear of disk state changes through this list.
     const diskStateListeners: Array<(disk: string, alien: boolean, state: DiskState) => void> = [
       (disk, alien, state) => metrics.diskReady.set({ disk, alien: String(alien) }, state === 'Ready' ? 1 : 0),
@@ -84,7 +91,7 @@ export class OysterNode {
       config,
       topology: this.topology,
       initFolders: options.initFolders,
-      log,
+      log: this.logPart('store'),
       onDiskWritable: (disk, alien, writable) => metrics.diskWritable.set({ disk, alien: String(alien) }, writable ? 1 : 0),
       onDiskRefusal: (disk, alien, refusal) => {
         for (const reason of REFUSAL_REASONS) metrics.diskRefused.set({ disk, alien: String(alien), reason }, refusal?.reason === reason ? 1 : 0);
@@ -99,7 +106,7 @@ export class OysterNode {
       metrics.diskWritable.set({ disk: d.name, alien: String(d.alien) }, 1);
       for (const reason of REFUSAL_REASONS) metrics.diskRefused.set({ disk: d.name, alien: String(d.alien), reason }, 0);
     }
-    const links = new LinkManager(this.topology.self.name, config.node.checkInterval, log);
+    const links = new LinkManager(this.topology.self.name, config.node.checkInterval, cluster);
     this.links = links;
     const channel = this.tls && config.node.tls?.grpc ? grpcChannel(this.tls) : null;
     for (const n of this.topology.nodes) {
@@ -119,6 +126,16 @@ export class OysterNode {
       this.peers.set(n.name, peer);
       links.add(peer);
     }
+    startAtZero(metrics, {
+      peers: [...this.peers.keys()],
+      peerOperations: PEER_OPERATIONS,
+      grpcMethods: [...Object.keys(BobApiService), ...Object.keys(ReplicasService)],
+      grpcCodes: ANSWER_CODES,
+      disks: [...this.store.disks, this.store.alien].map((d) => d.name),
+      owners: this.topology.nodes.map((n) => n.name),
+      sources: antiEntropySources(this.topology),
+    });
+    this.bobMetrics = new BobMetrics(metrics, this.store);
     const antiEntropy = new AntiEntropy({
       topology: this.topology,
       store: this.store,
@@ -128,7 +145,7 @@ export class OysterNode {
       keySize: config.cluster.keySize,
       intervalMs: config.node.antiEntropy.interval,
       rateBytesPerSecond: config.node.antiEntropy.rate,
-      log,
+      log: cluster,
       onCopied: (source, records, bytes) => {
         metrics.antiEntropyRecords.inc({ source }, records);
         metrics.antiEntropyBytes.inc(bytes);
@@ -145,7 +162,7 @@ export class OysterNode {
       store: this.store,
       nodeApi: (owner) => (owner === this.topology.self.name ? this.store : this.peers.get(owner)),
       links,
-      log,
+      log: cluster,
       intervalMs: Math.max(1000, config.node.checkInterval),
       concurrency: 8,
       onDelivered: (owner, records) => metrics.aliensHandedOver.inc({ owner }, records),
@@ -173,6 +190,10 @@ export class OysterNode {
     return this.options.log;
   }
 
+  private logPart(part: LogPart): Logger {
+    return this.options.logs?.part(part) ?? this.options.log;
+  }
+
   /** The REST server's address once listening. */
   get restAddress(): AddressInfo | null {
     return (this.rest?.address() as AddressInfo | null) ?? null;
@@ -181,7 +202,9 @@ export class OysterNode {
   async start(): Promise<void> {
     const { config, log } = this.options;
     const { node } = config;
+    const cluster = this.logPart('cluster');
     await this.store.start();
+    this.bobMetrics.start();
     const grinder = new Grinder({
       topology: this.topology,
       local: this.store,
@@ -194,10 +217,10 @@ export class OysterNode {
       repair: new ReadRepair({
         node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
         maxInFlight: 64,
-        log,
+        log: cluster,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
       }),
-      log,
+      log: cluster,
       onUnanswered: (operation) => this.metrics.unansweredReads.inc({ operation }),
     });
     const auth = new Authenticator({
@@ -205,7 +228,7 @@ export class OysterNode {
       nodes: new Map(this.topology.nodes.map((n) => [n.name, n.address])),
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
-    const calls = { auth, log, onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
+    const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
     const { server: grpcServer, port } = await startGrpcServer(
       [
         {
@@ -230,7 +253,6 @@ export class OysterNode {
     this.grpc = grpcServer;
     this.grpcPort = port;
     const where = alienLocation(config, this.topology);
-    this.metrics.restBodyRefused.inc(0);
     const bodyBudget = new BodyBudget(
       node.httpBodyMemoryLimit,
       (bytes) => this.metrics.restBodyBytes.set(bytes),
@@ -251,6 +273,8 @@ export class OysterNode {
           alienRoot: where.root,
         },
         registry: this.metrics.registry,
+        bobMetrics: () => this.bobMetrics.json(),
+        metricsFormat: node.metrics.restFormat,
         version: versionInfo(),
         log,
       },
@@ -281,14 +305,21 @@ export class OysterNode {
     this.links.start();
     this.handoff.start();
     if (node.antiEntropy.enabled) this.antiEntropy.start();
-    const addr = this.restAddress;
-    log.info(
+    // The one line that tells where everything is: what runs, from which
+    // files, where it listens and where its data goes.
+    const addr = this.restAddress!;
+    const restTls = Boolean(this.tls && node.tls?.rest);
+    const grpcAddress = grpcBindAddress(this.topology.self.address, node.bindToIpAddress);
+    this.logPart('node').info(
       {
-        rest: addr && `${addr.address}:${addr.port}`,
-        grpc: port,
-        tls: { rest: Boolean(this.tls && node.tls?.rest), grpc: Boolean(this.tls && node.tls?.grpc) },
+        version: versionInfo().version,
+        config: config.files,
+        rest: `${restTls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`,
+        grpc: `${grpcAddress.slice(0, grpcAddress.lastIndexOf(':'))}:${port}`,
+        metrics: node.metrics.prometheusEnabled ? `http://${node.metrics.prometheusAddr}/metrics` : null,
+        tls: { rest: restTls, grpc: Boolean(this.tls && node.tls?.grpc) },
         authentication: node.authenticationType,
-        metrics: node.metrics.prometheusEnabled ? node.metrics.prometheusAddr : null,
+        disks: [...this.store.disks, this.store.alien].map((d) => ({ name: d.name, path: d.options.root, alien: d.alien, state: d.state })),
       },
       'node is serving',
     );
@@ -298,6 +329,7 @@ export class OysterNode {
   stop(graceMs = 30_000): Promise<void> {
     this.stopping ??= (async () => {
       if (this.cleaner) clearInterval(this.cleaner);
+      this.bobMetrics.stop();
       this.links.stop();
       await this.handoff.stop();
       await this.antiEntropy.stop();
@@ -330,7 +362,7 @@ export class OysterNode {
       this.metricsListener?.close();
       for (const p of this.peers.values()) p.close();
       await this.store.close();
-      this.log.info('node stopped');
+      this.logPart('node').info('node stopped');
     })();
     return this.stopping;
   }
@@ -343,11 +375,25 @@ export class OysterNode {
         try {
           await c.use(() => g.admin((ps) => ps.closeOutdatedActiveBlobs(now)));
         } catch (err) {
-          this.log.warn({ disk: c.name, vdisk: g.id, err: (err as Error).message }, 'closing outdated active blobs failed');
+          this.logPart('store').warn({ disk: c.name, vdisk: g.id, err: (err as Error).message }, 'closing outdated active blobs failed');
         }
       }
     }
   }
+}
+
+/** The replicas anti-entropy may copy from, as oyster_anti_entropy_records_total names them. */
+function antiEntropySources(topology: Topology): string[] {
+  const sources = new Set<string>();
+  for (const v of topology.vdisks) {
+    const here = topology.localReplicas(v.id);
+    if (here.length === 0) continue;
+    for (const r of v.replicas) {
+      if (r.node !== topology.self.name) sources.add(r.node);
+      else if (here.length > 1) sources.add(`${r.node}/${r.disk}`);
+    }
+  }
+  return [...sources];
 }
 
 /**

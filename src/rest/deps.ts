@@ -1,5 +1,7 @@
 // What the REST routes need from the node.
 import type { Registry } from 'prom-client';
+import { MetricsFormat } from '../config/node-config';
+import { BobMetricsJson } from '../metrics/bob-json';
 import { DataApi } from '../model/data-api';
 import { Topology } from '../model/topology';
 import { Logger } from '../logging/logger';
@@ -24,6 +26,9 @@ export interface RestDeps {
     alienRoot: string;
   };
   registry: Registry;
+  /** bob's JSON metrics (GET /metrics/bob), and what GET /metrics answers a client that names no format. */
+  bobMetrics: () => Promise<BobMetricsJson>;
+  metricsFormat: MetricsFormat;
   version: { version: string; buildTime: string; engine: string };
   log: Logger;
 }

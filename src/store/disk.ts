@@ -56,6 +56,8 @@ export interface DiskOptions {
 
 export class Disk {
   private _state: DiskState = 'NotReady';
+  /** Whether the disk has been Ready once: its state changes since then are logged at warn. */
+  private served = false;
   /** The vdisks the disk serves (none while it is out of service). */
   readonly vdisks = new VdiskTable();
   // Vdisk.newestPossible of the replicas that were serving when the disk
@@ -248,7 +250,12 @@ export class Disk {
   private setState(s: DiskState): void {
     if (this._state === s) return;
     this._state = s;
-    this.options.log.info({ disk: this.name, alien: this.alien, state: s }, `disk ${this.name} is ${s}`);
+    // The way up at start is routine; a disk that served going out of
+    // service, or back, is what an operator watches the journal for.
+    const fields = { disk: this.name, alien: this.alien, state: s };
+    if (this.served) this.options.log.warn(fields, `disk ${this.name} is ${s}`);
+    else this.options.log.info(fields, `disk ${this.name} is ${s}`);
+    if (s === 'Ready') this.served = true;
     this.options.onStateChange?.(s);
   }
 

@@ -1,5 +1,6 @@
-// oyster config generate (vdisk placement from a nodes-only file, like ccg)
-// and oyster config check (the loader oysterd uses), on real files.
+// oyster config generate (vdisk placement from a nodes-only file, like ccg
+// new, and onto added nodes and disks, like ccg expand; plain YAML) and
+// oyster config check (the loader oysterd uses), on real files.
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -50,6 +51,7 @@ t.test('generate: replicas on distinct nodes, disks used evenly', async (t) => {
   const use = diskUse(c);
   t.equal(use.reduce((a, b) => a + b), 20);
   t.ok(Math.max(...use) - Math.min(...use) <= 1, `every disk holds 4 replicas (${use})`);
+  t.notMatch(r.stdout, /[&*][a-z]+\d+\b/, 'plain YAML: no anchors or aliases for the replicas that repeat');
 
   const perDisk = await oyster(['config', 'generate', '-i', input, '-p', '4', '-r', '2']);
   t.equal((YAML.parse(perDisk.stdout) as Cluster).vdisks.length, 10, 'ceil(4 per disk x 5 disks / 2 replicas)');
@@ -85,6 +87,46 @@ t.test('generate with racks: the second replica in the first one\'s rack, the th
   const check = await oyster(['config', 'check', '-c', out]);
   t.equal(check.code, 0);
   t.equal(check.stdout, 'valid: 4 nodes, 8 vdisks, key size 16\n');
+});
+
+t.test('generate --expand: the vdisks stay, replicas move onto the added disks', async (t) => {
+  const dir = tempDir(t);
+  const first = writeNodes(dir, { nodes: [node('n1', 1, 1), node('n2', 1, 2)], key_size: 8 });
+  const current = path.join(dir, 'current.yaml');
+  t.equal((await oyster(['config', 'generate', '-i', first, '-d', '12', '-r', '2', '-o', current])).code, 0);
+  const before = YAML.parse(fs.readFileSync(current, 'utf8')) as Cluster;
+  // A third node, and a second disk on n1.
+  const grown = path.join(dir, 'grown.yaml');
+  fs.writeFileSync(grown, YAML.stringify({ nodes: [node('n1', 2, 1), node('n2', 1, 2), node('n3', 1, 3)] }));
+  const out = path.join(dir, 'expanded.yaml');
+  const r = await oyster(['config', 'generate', '-i', grown, '--expand', current, '-o', out]);
+  t.equal(r.code, 0, r.stderr);
+  const after = YAML.parse(fs.readFileSync(out, 'utf8')) as Cluster;
+  t.same(after.vdisks.map((v) => [v.id, v.replicas.length]), before.vdisks.map((v) => [v.id, v.replicas.length]), 'the same vdisks with as many replicas');
+  t.equal(after.nodes.length, 3, 'the nodes of the input');
+  t.equal(after.key_size, 8, "the current file's key_size stays");
+  for (const v of after.vdisks) t.equal(new Set(v.replicas.map((x) => x.node)).size, 2, `vdisk ${v.id}: replicas on different nodes`);
+  const use = diskUse(after);
+  t.ok(Math.max(...use) - Math.min(...use) <= 1, `the four disks are used evenly (${use})`);
+  const kept = after.vdisks.flatMap((v, i) => v.replicas.filter((x) => before.vdisks[i].replicas.some((b) => b.node === x.node && b.disk === x.disk))).length;
+  const moves = r.stderr.split('\n').filter((l) => /^vdisk \d+: /.test(l));
+  t.equal(moves.length, 24 - kept, `every replica that moved is printed (${moves.length}), the others stay where their data is`);
+  t.equal(moves.length, 12, 'as few as it takes: 24 replicas on 4 disks, 6 each, 12 onto the new disks');
+  t.ok(moves.every((l) => /-> n(1\/d1|3\/d0) \(anti-entropy refills it from the other replicas\)$/.test(l)), 'onto the new disks, with what to expect');
+  t.match(r.stderr, `wrote ${out}: 12 replicas moved on 4 disks of 3 nodes`);
+  t.equal((await oyster(['config', 'check', '-c', out])).code, 0, 'the result is valid');
+
+  const lost = path.join(dir, 'lost.yaml');
+  fs.writeFileSync(lost, YAML.stringify({ nodes: [node('n1', 2, 1), node('n3', 1, 3)] }));
+  const dropped = await oyster(['config', 'generate', '-i', lost, '--expand', current]);
+  t.equal(dropped.code, 1);
+  t.match(dropped.stderr, 'node n2 of the current cluster is missing: expand only adds nodes');
+  const moved = path.join(dir, 'moved.yaml');
+  fs.writeFileSync(moved, YAML.stringify({ nodes: [{ ...node('n1', 1, 1), disks: [{ name: 'd0', path: '/elsewhere' }] }, node('n2', 1, 2)] }));
+  const elsewhere = await oyster(['config', 'generate', '-i', moved, '--expand', current]);
+  t.equal(elsewhere.code, 1);
+  t.match(elsewhere.stderr, 'disk d0 of node n1: path /elsewhere, the current cluster has /mnt/d0 (its data is there)');
+  t.equal((await oyster(['config', 'generate', '-i', grown, '--expand', current, '-d', '4'])).code, 2, '--expand keeps the vdisk count');
 });
 
 t.test('generate refuses what it cannot do', async (t) => {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ConfigError, formatProblem } from '../../src/config/errors';
-import { defaultConfig, loadConfig } from '../../src/config/load';
+import { defaultConfig, loadConfig, LoadOptions } from '../../src/config/load';
 import { nodeYaml } from './read';
 import { tempDir } from '../helpers/tmpdir';
 
@@ -18,9 +18,9 @@ function files(t: Parameters<typeof tempDir>[0], cluster: string, node: string) 
   return { cluster: path.join(dir, 'cluster.yaml'), node: path.join(dir, 'node.yaml') };
 }
 
-function loadError(clusterPath: string, nodePath: string): ConfigError {
+function loadError(clusterPath: string, nodePath: string, options: LoadOptions = {}): ConfigError {
   try {
-    loadConfig(clusterPath, nodePath);
+    loadConfig(clusterPath, nodePath, options);
   } catch (err) {
     if (err instanceof ConfigError) return err;
     throw err;
@@ -170,9 +170,35 @@ t.test('unknown keys of both files are returned as warnings', async (t) => {
   const f = files(t, cluster2 + 'replication_factor: 2\n', nodeYaml(metrics));
   const loaded = loadConfig(f.cluster, f.node);
   t.same(loaded.warnings, [
-    { file: f.cluster, key: 'replication_factor', reason: 'unknown key, ignored' },
-    { file: f.node, key: 'metrics.prometheus', reason: 'unknown key, ignored' },
+    { file: f.cluster, key: 'replication_factor', reason: 'unknown key, ignored', unknownKey: true },
+    { file: f.node, key: 'metrics.prometheus', reason: 'unknown key, ignored; did you mean prometheus_addr?', unknownKey: true },
   ]);
+  const strict = loadError(f.cluster, f.node, { strict: true });
+  t.same(
+    strict.problems.map((p) => `${p.key}: ${p.reason}`),
+    ['replication_factor: unknown key, ignored', 'metrics.prometheus: unknown key, ignored; did you mean prometheus_addr?'],
+    'strict: unknown keys are problems',
+  );
+  t.same(strict.warnings, [], 'and no longer warnings');
+  const clean = files(t, cluster2, nodeYaml());
+  t.doesNotThrow(() => loadConfig(clean.cluster, clean.node, { strict: true }), 'without unknown keys strict loads as before');
+});
+
+t.test('a file a key names that is not there names the key', async (t) => {
+  const f = files(t, cluster2, nodeYaml('authentication_type: Basic\nusers_config: missing-users.yaml\nlog_config: missing-logger.yaml\n'));
+  const err = loadError(f.cluster, f.node);
+  const dir = path.dirname(f.node);
+  const cwd = process.cwd();
+  t.same(
+    err.problems.map(formatProblem),
+    [`${f.node}: users_config: missing-users.yaml: file not found (looked for ${dir}/missing-users.yaml and ${cwd}/missing-users.yaml)`],
+    'users_config: an error at the key, with the paths looked for',
+  );
+  t.same(
+    err.warnings.map(formatProblem),
+    [`${f.node}: log_config: missing-logger.yaml: file not found (looked for ${dir}/missing-logger.yaml and ${cwd}/missing-logger.yaml); logging at the default level`],
+    "log_config: a warning at the key (bob's examples point at files elsewhere)",
+  );
 });
 
 t.test('an empty node.yaml lists every required key', async (t) => {
@@ -207,14 +233,14 @@ t.test('the built-in default configuration', async (t) => {
   t.equal(node.checkInterval, 5000);
   t.equal(node.countInterval, 10000);
   t.equal(node.cleanupInterval, 3_600_000);
-  t.equal(node.httpApiAddress, '0.0.0.0');
+  t.equal(node.httpApiAddress, '127.0.0.1', 'REST on loopback: nothing is authenticated');
   t.equal(node.httpApiPort, 8000);
   t.equal(node.authenticationType, 'None');
   t.equal(node.httpMaxBodySize, 100 * 1024 * 1024);
   t.equal(node.logConfig, undefined);
   t.equal(node.usersConfig, undefined);
   t.equal(node.tls, undefined);
-  t.same(node.metrics, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' });
+  t.same(node.metrics, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000', restFormat: 'prometheus' });
   t.same(node.pearl.settings, { rootDirName: 'bob', alienRootDirName: 'alien', timestampPeriod: 86_400_000, createPearlWaitDelay: 100 });
   t.equal(node.pearl.alienDisk, 'disk0');
   t.equal(node.pearl.blobFileNamePrefix, 'bob');

@@ -82,6 +82,7 @@ t.test('a node.yaml with every key', async (t) => {
       prometheusEnabled: true,
       prometheusAddr: '0.0.0.0:9000',
       prefix: '{node_name}.bob',
+      restFormat: 'prometheus',
     },
     tls: { caCertPath: 'my_ca.pem', domainName: 'bob', certPath: 'server.pem', pkeyPath: 'server.key', rest: false, grpc: false },
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
@@ -145,12 +146,12 @@ t.test('defaults of every optional key', async (t) => {
       syncWrites: false,
       settings: { rootDirName: 'bob', alienRootDirName: 'alien', timestampPeriod: H, createPearlWaitDelay: 100 },
     },
-    metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' },
+    metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000', restFormat: 'prometheus' },
     tls: undefined,
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
     noEffect: ['pearl.settings.create_pearl_wait_delay'],
   });
-  t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '0.0.0.0:9000' });
+  t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000', restFormat: 'prometheus' });
 });
 
 t.test("disks_events_logfile defaults to bob's temp directory choice", async (t) => {
@@ -400,7 +401,10 @@ t.test('metrics', async (t) => {
     prometheusEnabled: true,
     prometheusAddr: '127.0.0.1:9100',
     prefix: undefined,
+    restFormat: 'prometheus',
   });
+  t.equal(metrics('graphite_enabled: false\nprometheus_enabled: false\nrest_format: bob').config.metrics.restFormat, 'bob', "rest_format: bob's JSON by default on REST");
+  t.same(metrics('graphite_enabled: false\nprometheus_enabled: false\nrest_format: json').lines, ['metrics.rest_format: unknown format "json", expected prometheus or bob']);
   t.same(metrics('graphite_enabled: false\nprometheus_enabled: true\nprometheus_addr: 0.0.0.0').lines, [
     'metrics.prometheus_addr: "0.0.0.0" has no port',
   ]);
@@ -456,7 +460,7 @@ t.test('unknown keys are warnings naming the key', async (t) => {
     r.warnings.map((w) => `${w.file}: ${w.key}: ${w.reason}`),
     [
       'node.yaml: typo_quorum: unknown key, ignored',
-      'node.yaml: metrics.prometheus: unknown key, ignored',
+      'node.yaml: metrics.prometheus: unknown key, ignored; did you mean prometheus_addr?',
       'node.yaml: pearl.settings.root_dir: unknown key, ignored',
     ],
   );

@@ -163,6 +163,8 @@ export interface OysterProcess {
 export interface StartOptions {
   /** Arguments after bin/oysterd.js, e.g. ["-c", cluster, "-n", node, "--init-folders"]. */
   args: string[];
+  /** What runs oysterd, if not `node bin/oysterd.js`: ["npm", "start"]. */
+  command?: string[];
   cwd?: string;
   env?: Record<string, string>;
   /** How long to wait for "node is serving". */
@@ -173,7 +175,8 @@ export interface StartOptions {
 export function startOysterd(name: string, opts: StartOptions): Promise<OysterProcess> {
   // OYSTER_NODE_FLAGS: Node.js flags for the node processes of a bench run (--cpu-prof, say).
   const flags = process.env.OYSTER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...flags, BIN, ...opts.args], {
+  const [program, ...before] = opts.command ?? [process.execPath, ...flags, BIN];
+  const child = spawn(program, [...before, ...opts.args], {
     cwd: opts.cwd,
     env: { ...process.env, OYSTER_LOG_LEVEL: process.env.OYSTER_LOG_LEVEL ?? 'info', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,7 +8,7 @@ import t from 'tap';
 const binary = path.resolve(__dirname, '..', '..', '..', 'build', 'Release', 'oyster_engine_tests');
 
 t.test('C++ engine tests', async (t) => {
-  t.ok(fs.existsSync(binary), `${binary} is built (npm run build:native)`);
+  t.ok(fs.existsSync(binary), `${binary} is built (npm run build:native:tests)`);
   if (!fs.existsSync(binary)) return;
   const out: string[] = [];
   const code = await new Promise<number | null>((resolve, reject) => {

@@ -51,7 +51,7 @@ t.test("a disk holding another node's identity is refused and left untouched", a
   const accept = await rest.request(node.url, 'POST', '/disks/d1/accept');
   t.equal(accept.status, 409, "accepting it is refused: it holds another disk's identity and data");
   t.match(accept.body.toString(), /it is not taken over; wipe it first/);
-  const errors = node.output.filter((l) => l.includes('"level":50') && l.includes('holds disk d3 of node n7'));
+  const errors = node.output.filter((l) => l.includes('"level":"error"') && l.includes('holds disk d3 of node n7'));
   t.equal(errors.length, 2, 'one error line for the disk and one for its alien directory');
 });
 

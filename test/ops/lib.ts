@@ -41,15 +41,20 @@ export function promtoolCheck(t: Test, exposition: string, what: string): void {
 }
 
 export interface LogLine {
-  level: number;
+  level: Level;
   time: string;
   node: string;
   msg: string;
   [field: string]: unknown;
 }
 
-/** pino's numeric levels. */
-export const LEVEL = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
+/** The levels a line may carry, by name, least severe first. */
+export const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+export type Level = (typeof LEVELS)[number];
+export const LEVEL = Object.fromEntries(LEVELS.map((l) => [l, l])) as { [L in Level]: L };
+
+/** Whether a line's level is below another's. */
+export const below = (level: Level, than: Level): boolean => LEVELS.indexOf(level) < LEVELS.indexOf(than);
 
 /** Every line the process printed, parsed; a line that is not a JSON object is reported as such. */
 export function logLines(proc: OysterProcess): Array<LogLine | { notJson: string }> {

@@ -71,6 +71,22 @@ t.test('metrics of a running node', async (t) => {
   const moved = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
   const req = (iface: string, operation: string, outcome: string, p = 'coordinated') => moved('oyster_requests_total', { interface: iface, operation, path: p, outcome });
 
+  t.test('counters start at 0 for every label set they can take', async (t) => {
+    const counters = [...before.matchAll(/^# TYPE (\w+) counter$/gm)].map((m) => m[1]);
+    const seriesOf = (text: string, name: string) =>
+      new Set(text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).map((l) => l.slice(0, l.lastIndexOf(' '))));
+    // Route and status pairs are open-ended: they appear with their first request.
+    for (const name of counters.filter((n) => n !== 'oyster_rest_requests_total')) {
+      const fresh = [...seriesOf(after, name)].filter((s) => !seriesOf(before, name).has(s));
+      t.same(fresh, [], `${name}: no series appeared with the traffic`);
+    }
+    t.equal(seriesOf(before, 'oyster_requests_total').size, 3 * 5 + 2 * 4 * 5, 'oyster_requests_total: REST put, get, delete and gRPC coordinated and local, by 5 outcomes');
+    t.equal(sample(before, 'oyster_requests_total'), 0, 'all at 0 before any request');
+    for (const disk of ['disk1', 'disk2']) t.ok(has(before, 'oyster_corrupt_records_total', { disk }), `oyster_corrupt_records_total{disk="${disk}"} is there before any corruption`);
+    t.ok(has(before, 'oyster_grpc_requests_total', { method: 'Put', code: 'DATA_LOSS' }), 'gRPC answers by method and every code the node answers with');
+    t.ok(has(before, 'oyster_engine_operations_total', { operation: 'get', outcome: 'error' }), 'engine errors');
+  });
+
   t.test('requests by interface, operation, path and outcome', async (t) => {
     t.equal(req('rest', 'put', 'ok'), 16, 'REST puts');
     t.equal(req('rest', 'get', 'ok'), 18, 'REST gets, and HEADs (GET without the body)');
@@ -120,24 +136,31 @@ t.test('metrics of a running node', async (t) => {
       t.ok(sample(after, 'oyster_disk_used_bytes', { disk }) > written / 2, `${disk}: bytes of blob and index files`);
       t.ok(sample(after, 'oyster_index_memory_bytes', { disk }) > 0, `${disk}: index memory`);
       t.ok(sample(after, 'oyster_bloom_filter_memory_bytes', { disk }) > 0, `${disk}: bloom filter memory of closed blobs`);
-      const total = sample(after, 'oyster_disk_space_bytes', { disk, kind: 'total' });
-      const free = sample(after, 'oyster_disk_space_bytes', { disk, kind: 'free' });
-      t.ok(total > 0 && free > 0 && free <= total, `${disk}: filesystem size ${total}, free ${free}`);
+      const size = sample(after, 'oyster_disk_size_bytes', { disk });
+      const avail = sample(after, 'oyster_disk_avail_bytes', { disk });
+      t.ok(size > 0 && avail > 0 && avail <= size, `${disk}: filesystem size ${size}, available ${avail}`);
+      t.equal(sample(after, 'oyster_corrupted_blobs', { disk, alien: 'false' }), 0, `${disk}: no quarantined blobs`);
       t.equal(sample(after, 'oyster_disk_ready', { disk, alien: 'false' }), 1, `${disk} is ready`);
       t.equal(sample(before, 'oyster_records', { disk }), 0, `${disk} had no records before`);
     }
     t.equal(sample(after, 'oyster_disk_ready', { disk: 'disk1', alien: 'true' }), 1, 'the alien directory (on disk1) is ready');
     t.notOk(has(after, 'oyster_aliens_pending_records'), 'no aliens on a single node');
-    t.ok(has(after, 'oyster_records', { node: 'n1' }), 'every series carries the node name');
+    t.ok(has(after, 'oyster_records', { disk: 'disk1', alien: 'true' }), 'the alien directory has its own series');
+    t.notOk(after.split('\n').some((l) => /[{,]node="/.test(l)), 'no series carries a node label: the scrape target names the node');
   });
 
   t.test('process metrics', async (t) => {
-    t.ok(sample(after, 'oyster_process_cpu_seconds_total') > 0, 'CPU seconds');
-    t.ok(sample(after, 'oyster_process_resident_memory_bytes') > 10e6, 'resident memory');
-    t.ok(sample(after, 'oyster_process_open_fds') > 0, 'open file descriptors');
-    t.ok(sample(after, 'oyster_nodejs_heap_size_used_bytes') > 0, 'heap');
-    t.ok(has(after, 'oyster_nodejs_eventloop_lag_seconds'), 'event loop lag');
-    t.ok(has(after, 'oyster_nodejs_active_resources', { type: 'TCPServerWrap' }), 'active resources by type');
+    t.ok(sample(after, 'process_cpu_seconds_total') > 0, 'CPU seconds, under the standard name');
+    t.ok(sample(after, 'process_resident_memory_bytes') > 10e6, 'resident memory');
+    t.ok(sample(after, 'process_open_fds') > 0, 'open file descriptors');
+    t.ok(sample(after, 'nodejs_heap_size_used_bytes') > 0, 'heap');
+    t.ok(has(after, 'nodejs_eventloop_lag_seconds'), 'event loop lag');
+    t.ok(has(after, 'nodejs_active_resources', { type: 'TCPServerWrap' }), 'active resources by type');
+    t.notOk(/^oyster_(process|nodejs)_/m.test(after), 'no prefixed copies');
+    const busy = [sample(before, 'oyster_event_loop_busy_seconds_total'), sample(after, 'oyster_event_loop_busy_seconds_total')];
+    t.ok(busy[0] > 0 && busy[1] > busy[0], `event loop busy time grows with the traffic (${busy[0]} s, then ${busy[1]} s)`);
+    const info = after.split('\n').find((l) => l.startsWith('oyster_build_info{'));
+    t.match(info, /^oyster_build_info\{version="\d+\.\d+\.\d+[^"]*",revision="[0-9a-f]{7,40}",nodejs="v\d+\.\d+\.\d+"\} 1$/, `oyster_build_info names version, revision and Node.js: ${info}`);
   });
 
   t.test('the metrics listener on prometheus_addr', async (t) => {
@@ -155,7 +178,10 @@ t.test('metrics of a running node', async (t) => {
     let m = await scrape(`${rest()}/metrics`);
     t.equal(sample(m, 'oyster_disk_ready', { disk: 'disk2', alien: 'false' }), 0, 'disk2 is not ready');
     t.equal(sample(m, 'oyster_disk_ready', { disk: 'disk1', alien: 'false' }), 1, 'disk1 still is');
-    t.equal(sample(m, 'oyster_records', { disk: 'disk2' }), 0, 'a stopped disk reports no records');
+    for (const name of ['oyster_records', 'oyster_blobs', 'oyster_partitions', 'oyster_disk_used_bytes']) {
+      t.notOk(has(m, name, { disk: 'disk2' }), `a stopped disk has no ${name} series (not a 0)`);
+      t.ok(has(m, name, { disk: 'disk1', alien: 'false' }), `disk1 still has its ${name}`);
+    }
     t.equal((await call(rest(), 'POST', '/disks/disk2/start')).status, 200);
     m = await scrape(`${rest()}/metrics`);
     t.equal(sample(m, 'oyster_disk_ready', { disk: 'disk2', alien: 'false' }), 1, 'disk2 is ready again');

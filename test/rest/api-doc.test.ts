@@ -92,7 +92,7 @@ t.test('the endpoint headings are the routes the server serves', async (t) => {
     apply: () => standIn,
     construct: () => standIn as object,
   });
-  const app = createRestApp(standIn as RestDeps, createMetrics('api-doc'), new Authenticator({ users: null, nodes: new Map(), resolvePeriodMs: 0 }));
+  const app = createRestApp(standIn as RestDeps, createMetrics({ version: '0.0.0', revision: 'test' }), new Authenticator({ users: null, nodes: new Map(), resolvePeriodMs: 0 }));
   const routes = new Set<string>();
   for (const mw of app.middleware as Array<{ router?: { stack: Array<{ methods: string[]; path: string | RegExp }> } }>) {
     for (const layer of mw.router?.stack ?? []) {

@@ -86,8 +86,8 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
   }
   await Promise.all(refusals.map((u) => u.closed));
   const metrics = await (await fetch(`${node.url}/metrics`)).text();
-  t.match(metrics, new RegExp(`^oyster_rest_body_refused_total\\{[^}]*\\} ${refusals.length}$`, 'm'));
-  t.match(metrics, new RegExp(`^oyster_rest_body_bytes\\{[^}]*\\} ${2 * (MAX_BODY - 1)}$`, 'm'), 'the two admitted bodies hold the budget');
+  t.match(metrics, new RegExp(`^oyster_rest_body_refused_total(?:\\{[^}]*\\})? ${refusals.length}$`, 'm'));
+  t.match(metrics, new RegExp(`^oyster_rest_body_bytes(?:\\{[^}]*\\})? ${2 * (MAX_BODY - 1)}$`, 'm'), 'the two admitted bodies hold the budget');
 
   const peak = memory(pid).hwm - before.hwm;
   t.ok(peak < BUDGET + 64 * MiB, `peak resident set grew ${(peak / MiB).toFixed(0)} MiB with 16 stalled bodies of ${MAX_BODY / MiB} MiB (budget ${BUDGET / MiB} MiB)`);
@@ -104,7 +104,7 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
     u.socket.destroy();
   }
   for (const u of uploads) u.socket.destroy();
-  await waitFor('the budget to be given back', async () => /^oyster_rest_body_bytes\{[^}]*\} 0$/m.test(await (await fetch(`${node.url}/metrics`)).text()), 10_000);
+  await waitFor('the budget to be given back', async () => /^oyster_rest_body_bytes(?:\{[^}]*\})? 0$/m.test(await (await fetch(`${node.url}/metrics`)).text()), 10_000);
 });
 
 t.test('a body without Content-Length takes budget as it grows', async (t) => {

@@ -290,8 +290,8 @@ export function badLogLines(output: string[]): string[] {
   return output.filter((line) => {
     if (line.trim() === '') return false;
     try {
-      const o = JSON.parse(line) as { level?: number; msg?: string };
-      return typeof o.level !== 'number' || o.level >= 50 || /unhandled|uncaught/i.test(o.msg ?? '');
+      const o = JSON.parse(line) as { level?: string; msg?: string };
+      return typeof o.level !== 'string' || ['error', 'fatal'].includes(o.level) || /unhandled|uncaught/i.test(o.msg ?? '');
     } catch {
       return true;
     }

@@ -82,7 +82,7 @@ t.test('Exist of 100 000 keys through any node; UNAVAILABLE when no replica can 
     t.match(rest.json(), { ok: false, msg: /vdisk 0/ }, 'with a StatusExt body naming the vdisk');
   }
   t.ok(
-    c.proc('n2').output.some((l) => l.includes('no replica of the vdisk could answer') && l.includes('"level":40')),
+    c.proc('n2').output.some((l) => l.includes('no replica of the vdisk could answer') && l.includes('"level":"warn"')),
     'the refusal is logged at warn',
   );
   const metrics = await c.rest('n2', 'GET', '/metrics');

@@ -12,6 +12,8 @@ const KEYS_HELP = `Keys (-k, or the first argument): a decimal number (stored li
 followed by hex bytes in written order, a GUID (optionally in braces), a
 range of decimal keys 100-199, or a comma list of any of these: 1,5-9,0x0a.`;
 
+const JSON_HELP = `  --json               print the outcome of every key as JSON (see docs/CLI.md)`;
+
 const EXIT_HELP = `Exit codes: 0 done for every key, 1 some key is absent (get, exists),
 2 wrong command line, 3 a request failed (node unreachable, refused, error).`;
 
@@ -19,18 +21,23 @@ const common = {
   ...connectionOptions,
   key: { type: 'string', short: 'k' },
   concurrency: { type: 'string', short: 'c' },
+  json: { type: 'boolean' },
 } as const;
 
 const COMMON_HELP = `  -k, --key KEYS       the keys (see below)
-  -c, --concurrency N  requests in flight for several keys (default 8)`;
+  -c, --concurrency N  requests in flight for several keys (default 8)
+${JSON_HELP}`;
 
 /** At most this many failures are printed one by one. */
 const SHOWN_FAILURES = 20;
 
 interface Parsed {
-  values: ConnectionValues & { key?: string; concurrency?: string; file?: string; value?: string };
+  values: ConnectionValues & { key?: string; concurrency?: string; file?: string; value?: string; json?: boolean };
   positionals: string[];
 }
+
+/** What happened to one key, as --json prints it. */
+type KeyOutcome = { key: string; error: string } | ({ key: string } & Record<string, unknown>);
 
 function keysOf(p: Parsed, keySize: number): Key[] | undefined {
   if (p.positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(p.positionals[1])}`);
@@ -39,31 +46,46 @@ function keysOf(p: Parsed, keySize: number): Key[] | undefined {
   return expr === undefined ? undefined : expandKeys(expr, keySize);
 }
 
-/** Runs op for every key; prints failures; the exit code. */
+/**
+ * Runs op for every key; the exit code. Failures are printed as they come
+ * (the first SHOWN_FAILURES of them), or with --json every key's outcome,
+ * in the order given, once all are done.
+ */
 async function forEachKey(
   command: string,
   client: DataClient,
   keys: Key[],
+  p: Parsed,
   concurrency: number,
-  op: (key: Key) => Promise<'ok' | 'absent'>,
+  op: (key: Key) => Promise<Record<string, unknown> & { absent?: boolean }>,
 ): Promise<number> {
+  const json = p.values.json === true;
   let failures = 0;
   let absent = 0;
+  let outcomes: KeyOutcome[];
   try {
-    await mapLimit(keys, concurrency, async (key) => {
+    outcomes = await mapLimit(keys, concurrency, async (key): Promise<KeyOutcome> => {
       try {
-        if ((await op(key)) === 'absent') absent++;
+        const { absent: isAbsent, ...fields } = await op(key);
+        if (isAbsent) absent++;
+        return { key: key.text, ...fields };
       } catch (err) {
         if (!(err instanceof RequestError)) throw err;
-        if (++failures <= SHOWN_FAILURES) process.stderr.write(`oyster ${command}: ${key.text}: ${err.message}\n`);
+        if (++failures <= SHOWN_FAILURES && !json) process.stderr.write(`oyster ${command}: ${key.text}: ${err.message}\n`);
+        return { key: key.text, error: err.message };
       }
     });
   } finally {
     client.close();
   }
-  if (failures > SHOWN_FAILURES) process.stderr.write(`oyster ${command}: ${failures - SHOWN_FAILURES} more failures (${client.endpoint})\n`);
+  if (json) printJson({ command, endpoint: client.endpoint, keys: outcomes });
+  else if (failures > SHOWN_FAILURES) process.stderr.write(`oyster ${command}: ${failures - SHOWN_FAILURES} more failures (${client.endpoint})\n`);
   if (failures > 0) return ExitCode.failure;
   return absent > 0 ? ExitCode.negative : ExitCode.ok;
+}
+
+function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 function setup(argv: string[], extra: Record<string, { type: 'string'; short?: string }>) {
@@ -140,9 +162,10 @@ ${EXIT_HELP}`,
       valueOf = () => v;
     }
     const client = await connect(p.values, concurrency);
-    return forEachKey('put', client, keys, concurrency, async (key) => {
-      await client.put(key, valueOf(key));
-      return 'ok';
+    return forEachKey('put', client, keys, p, concurrency, async (key) => {
+      const value = valueOf(key);
+      await client.put(key, value);
+      return { stored: true, bytes: value.length };
     });
   },
 };
@@ -153,7 +176,8 @@ export const get: Command = {
   help: `Usage: oyster get [-k] KEYS [-f FILE] [options]
 
 Reads the value of each key. One key without --file: the value goes to
-standard output. Several keys need --file with {key}: one file per key.
+standard output. Several keys need --file with {key}: one file per key, or
+--json, which prints every value in base64 unless --file is given.
 
   -f, --file PATH      where to write the value; {key} is replaced by each key
 ${COMMON_HELP}
@@ -169,20 +193,26 @@ ${EXIT_HELP}`,
     const { p, keySize, concurrency } = s;
     const keys = keysOf(p, keySize);
     if (!keys) throw new UsageError('no key given');
-    const file = p.values.file;
-    if (keys.length > 1 && (file === undefined || !hasPlaceholder(file))) {
-      throw new UsageError('several keys need --file with {key} in it, one file per key');
+    const { file, json } = p.values;
+    if (keys.length > 1 && (file === undefined || !hasPlaceholder(file)) && !json) {
+      throw new UsageError('several keys need --file with {key} in it, one file per key, or --json');
     }
+    if (keys.length > 1 && file !== undefined && !hasPlaceholder(file)) throw new UsageError('several keys need {key} in --file, one file per key');
     const client = await connect(p.values, concurrency);
-    return forEachKey('get', client, keys, concurrency, async (key) => {
+    return forEachKey('get', client, keys, p, concurrency, async (key) => {
       const value = await client.get(key);
       if (value === null) {
-        process.stderr.write(`oyster get: ${key.text}: not found\n`);
-        return 'absent';
+        if (!json) process.stderr.write(`oyster get: ${key.text}: not found\n`);
+        return { found: false, absent: true };
       }
-      if (file === undefined) process.stdout.write(value);
-      else writeOutput(keyPath(file, key), value);
-      return 'ok';
+      if (file !== undefined) {
+        const written = keyPath(file, key);
+        writeOutput(written, value);
+        return { found: true, bytes: value.length, file: written };
+      }
+      if (json) return { found: true, bytes: value.length, base64: value.toString('base64') };
+      process.stdout.write(value);
+      return { found: true };
     });
   },
 };
@@ -214,12 +244,14 @@ ${EXIT_HELP}`,
       present = await client.exists(keys);
     } catch (err) {
       if (!(err instanceof RequestError)) throw err;
-      process.stderr.write(`oyster exists: ${err.message} (${client.endpoint})\n`);
+      if (p.values.json) printJson({ command: 'exists', endpoint: client.endpoint, error: err.message });
+      else process.stderr.write(`oyster exists: ${err.message} (${client.endpoint})\n`);
       return ExitCode.failure;
     } finally {
       client.close();
     }
-    process.stdout.write(keys.map((k, i) => `${k.text}: ${present[i] ? 'present' : 'absent'}\n`).join(''));
+    if (p.values.json) printJson({ command: 'exists', endpoint: client.endpoint, keys: keys.map((k, i) => ({ key: k.text, present: present[i] })) });
+    else process.stdout.write(keys.map((k, i) => `${k.text}: ${present[i] ? 'present' : 'absent'}\n`).join(''));
     return present.every(Boolean) ? ExitCode.ok : ExitCode.negative;
   },
 };
@@ -246,9 +278,9 @@ ${EXIT_HELP}`,
     const keys = keysOf(p, keySize);
     if (!keys) throw new UsageError('no key given');
     const client = await connect(p.values, concurrency);
-    return forEachKey('delete', client, keys, concurrency, async (key) => {
+    return forEachKey('delete', client, keys, p, concurrency, async (key) => {
       await client.delete(key);
-      return 'ok';
+      return { deleted: true };
     });
   },
 };

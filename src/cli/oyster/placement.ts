@@ -1,7 +1,8 @@
 // Placing vdisk replicas on the disks of a cluster, as bob's ccg does for a
 // new cluster: every replica of a vdisk on a different node, the disks used
 // evenly (nodes with more disks get more replicas), and with racks the
-// second replica in the first one's rack and further ones in other racks.
+// second replica in the first one's rack and further ones in other racks;
+// and moving replicas onto the disks added to a cluster (ccg expand).
 
 export interface PlacementNode {
   name: string;
@@ -94,4 +95,56 @@ function preferRacks(
   const pool = fresh.length > 0 ? fresh : racks;
   const least = pool.reduce((a, b) => (rackLoad(b) < rackLoad(a) ? b : a));
   return inRack(least);
+}
+
+/** A replica expand moved: where it was and where it goes. */
+export interface Move {
+  vdisk: number;
+  from: Replica;
+  to: Replica;
+}
+
+export interface PlacedVDisk {
+  id: number;
+  replicas: Replica[];
+}
+
+/**
+ * Expands a placement onto more disks, as bob's `ccg expand`: the vdisks and
+ * their replica counts stay, and replicas move from the most used disks to
+ * the least used ones (new disks first, as they hold none) until no disk
+ * holds more than one replica above another, as far as keeping each vdisk's
+ * replicas on different nodes allows. Everything else stays where it is:
+ * every move is data to copy.
+ */
+export function expandPlacement(current: readonly PlacedVDisk[], nodes: readonly PlacementNode[]): { vdisks: PlacedVDisk[]; moves: Move[] } {
+  const slots = nodes.flatMap((n) => n.disks.map((disk) => ({ node: n.name, disk })));
+  const key = (s: Replica) => `${s.node}\u0000${s.disk}`;
+  const load = new Map(slots.map((s) => [key(s), 0]));
+  for (const v of current) for (const r of v.replicas) load.set(key(r), (load.get(key(r)) ?? 0) + 1);
+  const vdisks = current.map((v) => ({ id: v.id, replicas: v.replicas.map((r) => ({ node: r.node, disk: r.disk })) }));
+  const moves: Move[] = [];
+  // A vdisk of `from` whose other replicas are all on nodes other than to's.
+  const movable = (from: Replica, to: Replica) =>
+    vdisks.find((v) => v.replicas.some((r) => key(r) === key(from)) && !v.replicas.some((r) => key(r) !== key(from) && r.node === to.node));
+  for (;;) {
+    // The least used disk that can take a replica takes it from the most used one that can give it.
+    const byLoad = [...slots].sort((a, b) => load.get(key(a))! - load.get(key(b))!);
+    const move = (() => {
+      for (const to of byLoad) {
+        for (const from of byLoad.slice().reverse()) {
+          if (load.get(key(from))! - load.get(key(to))! <= 1) break;
+          const v = movable(from, to);
+          if (v) return { v, from, to };
+        }
+      }
+      return undefined;
+    })();
+    if (!move) return { vdisks, moves };
+    const { v, from, to } = move;
+    v.replicas[v.replicas.findIndex((r) => key(r) === key(from))] = { ...to };
+    load.set(key(from), load.get(key(from))! - 1);
+    load.set(key(to), load.get(key(to))! + 1);
+    moves.push({ vdisk: v.id, from, to });
+  }
 }

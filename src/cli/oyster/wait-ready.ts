@@ -15,7 +15,7 @@ const POLL_MS = 200;
 export const waitReady: Command = {
   name: 'wait-ready',
   summary: 'wait until a node serves requests',
-  help: `Usage: oyster wait-ready [-c cluster.yaml -n node.yaml | --rest URL] [--timeout DURATION]
+  help: `Usage: oyster wait-ready [-c cluster.yaml -n node.yaml | --rest URL] [--timeout DURATION] [--json]
 
 Asks the node for GET /status until it answers 200 (a node opens its REST
 port last, once its disks and gRPC are up). With -c and -n the address comes
@@ -28,6 +28,7 @@ ${DEFAULT_REST}), trusting the system's CAs for an https URL.
   -n, --node FILE        node.yaml
   --rest URL             the node's REST API
   --timeout DURATION     give up after this long (default 60s)
+  --json                 print the outcome as JSON: {ready, url, waitedMs, error}
 
 Exit codes: 0 the node serves, 1 it did not within the timeout, 2 wrong
 command line or configuration.`,
@@ -37,6 +38,7 @@ command line or configuration.`,
       node: { type: 'string', short: 'n' },
       rest: { type: 'string' },
       timeout: { type: 'string' },
+      json: { type: 'boolean' },
     });
     if (values.help) return printHelp(waitReady);
     if ((values.cluster === undefined) !== (values.node === undefined)) throw new UsageError('give both --cluster and --node');
@@ -58,13 +60,19 @@ command line or configuration.`,
       }
     }
     const client = new RestClient(url, { timeoutMs: Math.min(timeoutMs, 5000), connections: 1, tls });
-    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
+    const report = (ready: boolean, error?: string) => {
+      if (values.json) process.stdout.write(`${JSON.stringify({ ready, url, waitedMs: Date.now() - started, ...(error === undefined ? {} : { error }) })}\n`);
+      else if (!ready) process.stderr.write(`oyster wait-ready: ${url} not serving after ${timeoutMs} ms (${error})\n`);
+      return ready ? ExitCode.ok : ExitCode.negative;
+    };
     let last = '';
     try {
       for (;;) {
         try {
           await client.ping();
-          return ExitCode.ok;
+          return report(true);
         } catch (err) {
           if (!(err instanceof RequestError)) throw err;
           last = err.message;
@@ -75,7 +83,6 @@ command line or configuration.`,
     } finally {
       client.close();
     }
-    process.stderr.write(`oyster wait-ready: ${url} not serving after ${timeoutMs} ms (${last})\n`);
-    return ExitCode.negative;
+    return report(false, last);
   },
 };

@@ -1,6 +1,6 @@
 // GET /status, /nodes, /metadata/distrfunc, /version, /configuration, /status/space
-import fs from 'node:fs';
 import Router from '@koa/router';
+import { spaceOf } from '../../metrics/filesystems';
 import { RestDeps } from '../deps';
 import { vdiskJson } from '../json';
 
@@ -38,20 +38,7 @@ export function statusRoutes(d: RestDeps): Router {
 
   router.get('/status/space', async (ctx) => {
     // Disks sharing a filesystem are counted once.
-    const seen = new Set<number>();
-    let total = 0;
-    let free = 0;
-    let used = 0;
-    const mounts = [...topology.self.disks.map((x) => x.path), d.layout.alienRoot];
-    for (const p of mounts) {
-      const st = await fs.promises.stat(p).catch(() => null);
-      if (!st || seen.has(st.dev)) continue;
-      seen.add(st.dev);
-      const fsStat = await fs.promises.statfs(p);
-      total += fsStat.blocks * fsStat.bsize;
-      free += fsStat.bavail * fsStat.bsize;
-      used += (fsStat.blocks - fsStat.bfree) * fsStat.bsize;
-    }
+    const { total, free, used } = await spaceOf([...topology.self.disks.map((x) => x.path), d.layout.alienRoot]);
     const byDisk: Record<string, number> = {};
     for (const c of [...d.store.disks, d.store.alien]) {
       let bytes = 0;
