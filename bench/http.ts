@@ -1,21 +1,28 @@
-// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5] [--small-only | --large-only]
+// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5] [--read-cache-mib=256] [--small-only | --large-only]
 //
 // REST data API throughput and latency of a real oysterd (one node, one
 // disk, spawned on a temporary configuration as the tests do) against the
 // ceiling of its HTTP stack: a minimal Koa + @koa/router server with the
-// same route shapes answering from an in-memory Map (bench/http-ceiling.ts),
-// measured in the same run by the same client. Both servers get `--keys`
+// same route shapes giving the same answers (ETag and Last-Modified
+// included) from an in-memory Map (bench/http-ceiling.ts), measured in the
+// same run by the same client. Both servers get `--keys`
 // values of 1 KiB first; then GETs of random loaded keys and POSTs (1 KiB
 // overwrites of random keys) with `--concurrency` keep-alive connections.
 // Rounds alternate between the servers; the best round of each counts.
+// oysterd runs with read_cache_size `--read-cache-mib` (256 MiB: its read
+// cache holds the loaded values, as the ceiling's Map does; 0 measures every
+// read through the engine).
 // The client is undici's Pool when it can be loaded (it is cheaper per
 // request than node:http, which matters on a small machine), else node:http.
 //
 // Then the same from outside Node: wrk (Debian's package; skipped with a
 // note where it is missing), `--wrk-seconds` per round, 64 connections, one
 // wrk thread, GETs of random loaded keys and POSTs of 1 KiB to random keys,
-// rounds alternating between the servers; each round's ratio counts, and
-// the medians are printed with the server CPU per request.
+// rounds alternating between the servers — oysterd, the ceiling, and the
+// bare ceiling (no validators: what the ceiling was before the API gave
+// every value an ETag and a Last-Modified); each round's ratio counts, and
+// the medians are printed with the server CPU per request (after one
+// unmeasured round each).
 //
 // Then large values against nginx where it is installed (bench/http-large.ts).
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -32,6 +39,7 @@ const CONCURRENCY = arg('concurrency', 64);
 const ROUNDS = arg('rounds', 4);
 const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
 const WRK_SECONDS = arg('wrk-seconds', 5);
+const READ_CACHE_MIB = arg('read-cache-mib', 256);
 const VALUE = 1024;
 // --small-only: leave out the large values against nginx.
 const ONLY_SMALL = process.argv.includes('--small-only');
@@ -96,12 +104,17 @@ function wrkRounds(dir: string, targets: Array<{ url: string; pid: number }>): v
   );
   const rows: Array<Record<string, string>> = [];
   for (const what of ['GET', 'POST'] as const) {
+    // One round each unmeasured: the servers' JIT and caches warm up as a
+    // long-running node's are (oysterd keeps the records it reads).
+    for (const t of targets) wrk(t.url, t.pid, scripts[what]);
     const runs = targets.map(() => [] as WrkRun[]);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [i, t] of targets.entries()) runs[i].push(wrk(t.url, t.pid, scripts[what]));
     }
     const ratios = runs[0].map((o, r) => o.rps / runs[1][r].rps);
     const cpuRatios = runs[0].map((o, r) => o.cpuUs / runs[1][r].cpuUs);
+    const bareRatios = runs[0].map((o, r) => o.rps / runs[2][r].rps);
+    const bareCpuRatios = runs[0].map((o, r) => o.cpuUs / runs[2][r].cpuUs);
     const o = { rps: median(runs[0].map((x) => x.rps)), cpu: median(runs[0].map((x) => x.cpuUs)), p99: median(runs[0].map((x) => x.p99Ms)) };
     const c = { rps: median(runs[1].map((x) => x.rps)), cpu: median(runs[1].map((x) => x.cpuUs)), p99: median(runs[1].map((x) => x.p99Ms)) };
     rows.push({
@@ -116,6 +129,7 @@ function wrkRounds(dir: string, targets: Array<{ url: string; pid: number }>): v
       'median': `${fmt(median(ratios), 2)}×`,
       'CPU/op oysterd / ceiling, per round': cpuRatios.map((x) => `${fmt(x, 2)}×`).join(' '),
       'CPU median': `${fmt(median(cpuRatios), 2)}×`,
+      'vs bare ceiling: ops/s, CPU (medians)': `${fmt(median(bareRatios), 2)}×, ${fmt(median(bareCpuRatios), 2)}×`,
     });
   }
   console.log(`\nwrk ${spawnSync('wrk', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0].split(' ').slice(0, 2).join(' ')}: 1 thread, ${CONCURRENCY} connections, ${WRK_SECONDS} s per round, ${ROUNDS} rounds alternating (medians)\n`);
@@ -123,8 +137,8 @@ function wrkRounds(dir: string, targets: Array<{ url: string; pid: number }>): v
   console.log('\ntargets (wrk): GET at least 0.9× the ceiling\'s throughput at most 1.3× its CPU per request');
 }
 
-function startCeiling(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'http-ceiling.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+function startCeiling(...args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'http-ceiling.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`ceiling server exited ${code}`)));
     child.stdout!.once('data', (d: Buffer) => resolve({ child, url: `http://127.0.0.1:${Number(d.toString().trim())}` }));
@@ -135,8 +149,9 @@ async function main(): Promise<void> {
   const dir = benchDir('http');
   let oyster: OysterProcess | null = null;
   let ceiling: ChildProcess | null = null;
+  let bare: ChildProcess | null = null;
   try {
-    const files = await writeCluster(dir, { nodes: [{ name: 'bench' }], vdisks: 4 });
+    const files = await writeCluster(dir, { nodes: [{ name: 'bench' }], vdisks: 4 }, { extra: { read_cache_size: `${READ_CACHE_MIB} MiB` } });
     oyster = await startNode(files, 'bench');
     const c = await startCeiling();
     ceiling = c.child;
@@ -153,11 +168,17 @@ async function main(): Promise<void> {
     const clientName = clients[0].name;
     console.log(
       `client: ${clientName} in one process, ${CONCURRENCY} keep-alive connections; ${fmt(KEYS)} keys of ${VALUE} B loaded, then ` +
-        `${fmt(GETS)} GETs and ${fmt(POSTS)} POSTs per round, ${ROUNDS} round(s), best round counts; oysterd: 1 node, 1 disk, 4 vdisks, defaults\n`,
+        `${fmt(GETS)} GETs and ${fmt(POSTS)} POSTs per round, ${ROUNDS} round(s), best round counts; oysterd: 1 node, 1 disk, 4 vdisks, read_cache_size ${READ_CACHE_MIB} MiB, else defaults\n`,
     );
 
     const loads: ServerPhase[] = [];
     for (const cl of clients) loads.push(await load(cl.pid, cl.send));
+    // The bare ceiling takes part in the wrk rounds only.
+    const b = await startCeiling('--bare');
+    bare = b.child;
+    const bareClient = restClient(b.url, CONCURRENCY, CLIENT === 'undici');
+    await load(b.child.pid!, bareClient.send);
+    await bareClient.close();
     // Warm-up: JIT and caches of both servers.
     for (const cl of clients) await gets(cl.pid, cl.send, 7, Math.min(20_000, GETS));
 
@@ -191,10 +212,11 @@ async function main(): Promise<void> {
     console.log(table(rows));
     console.log(`\ntargets: GET ≥ 0.8×, POST ≥ 0.7× of the ceiling (ops/s); CPU µs/op: server process, all threads, per request`);
     for (const cl of clients) await cl.close();
-    wrkRounds(dir, targets);
+    wrkRounds(dir, [...targets, { url: b.url, pid: b.child.pid! }]);
     if (!ONLY_SMALL) await largeValues(dir, targets[0], { rounds: ROUNDS, wrkSeconds: WRK_SECONDS, connections: CONCURRENCY });
   } finally {
     ceiling?.kill('SIGTERM');
+    bare?.kill('SIGTERM');
     if (oyster) await oyster.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -8,12 +8,10 @@
 namespace oyster {
 
 Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size,
-           std::unique_ptr<ActiveIndex> index, uint64_t records, const Version& max_version, uint64_t max_stamp,
-           std::shared_ptr<Cache> cache)
+           std::unique_ptr<ActiveIndex> index, uint64_t records, const Version& max_version, uint64_t max_stamp)
     : id_(id),
       format_(format),
       file_(std::move(file)),
-      cache_(std::move(cache)),
       size_(size),
       records_(records),
       max_ts_(max_version.timestamp),
@@ -22,11 +20,10 @@ Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t si
       active_(std::move(index)) {}
 
 Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size,
-           std::unique_ptr<IndexReader> reader, std::shared_ptr<Cache> cache)
+           std::unique_ptr<IndexReader> reader)
     : id_(id),
       format_(format),
       file_(std::move(file)),
-      cache_(std::move(cache)),
       size_(size),
       records_(reader->header().records_total),
       max_ts_(reader->header().max_timestamp),
@@ -71,14 +68,10 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
   auto damaged = [&](const char* what) {
     return Status::Corruption(std::string(what) + " in " + file_->path() + " at offset " + std::to_string(e.offset));
   };
-  const bool hit = cache_.Lookup(e.offset, total, buf, no_wait);
-  if (!hit) {
-    size_t n = 0;
-    Status s = no_wait ? file_->ReadNoWait(e.offset, total, buf, &n) : file_->Read(e.offset, total, buf, &n);
-    if (!s.ok()) return s;
-    if (n != total) return damaged("record truncated");
-  }
-  // A cached record is checked as a read one is: memory can fail too.
+  size_t n = 0;
+  Status s = no_wait ? file_->ReadNoWait(e.offset, total, buf, &n) : file_->Read(e.offset, total, buf, &n);
+  if (!s.ok()) return s;
+  if (n != total) return damaged("record truncated");
   RecordHeader h;
   if (!DecodeRecordHeader(format_, buf, key_size, e.offset, &h)) return damaged("record header damaged");
   if (std::memcmp(h.key, key, key_size) != 0 || CompareVersions(h.version, e.version) != 0 ||
@@ -88,7 +81,6 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
   if (!RecordValueCrcMatches(format_, buf, key_size, buf + hsize, e.value_size, h.record_crc)) {
     return damaged("record checksum mismatch");
   }
-  if (!hit) cache_.Insert(e.offset, buf, total, no_wait);
   out->value_offset = hsize;
   out->value_size = e.value_size;
   return Status::OK();

@@ -1,8 +1,7 @@
 // Blob is one blob file with the index that serves lookups in it. While the
 // blob is written to (and until its index file exists) that is an exact
 // ActiveIndex in memory; afterwards an IndexReader over the index file, which
-// holds only a bloom filter and sparse fences in memory. Records read are
-// kept in the read cache, when one is given, and read from it again.
+// holds only a bloom filter and sparse fences in memory.
 
 #ifndef OYSTER_ENGINE_BLOB_H_
 #define OYSTER_ENGINE_BLOB_H_
@@ -19,7 +18,6 @@
 #include "engine/active_index.h"
 #include "engine/index_reader.h"
 #include "engine/version.h"
-#include "util/cache.h"
 #include "util/file_system.h"
 #include "util/status.h"
 
@@ -41,10 +39,9 @@ class Blob {
   // A blob of blob format `format` served from memory (new, or rebuilt by a
   // scan); max_version and max_stamp are those of its `records` records.
   Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<ActiveIndex> index,
-       uint64_t records, const Version& max_version, uint64_t max_stamp, std::shared_ptr<Cache> cache);
+       uint64_t records, const Version& max_version, uint64_t max_stamp);
   // A closed blob served by its index file.
-  Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader,
-       std::shared_ptr<Cache> cache);
+  Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t size, std::unique_ptr<IndexReader> reader);
 
   Blob(const Blob&) = delete;
   Blob& operator=(const Blob&) = delete;
@@ -72,7 +69,7 @@ class Blob {
   Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait = false) const;
   // Reads the record an entry points at and verifies it belongs to `key`
   // and passes its checksum; Corruption otherwise. With no_wait, WouldBlock
-  // when the record is in neither the read cache nor the page cache.
+  // when the record is not in the page cache.
   Status ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out,
                     bool no_wait = false) const;
 
@@ -119,7 +116,6 @@ class Blob {
   const uint64_t id_;
   const uint32_t format_;
   const std::unique_ptr<File> file_;
-  const FileCache cache_;
   std::atomic<uint64_t> size_;
   std::atomic<uint64_t> records_;
   std::atomic<uint64_t> max_ts_;        // max_version().timestamp

@@ -233,7 +233,7 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     std::unique_ptr<IndexReader> reader;
     if (s.ok()) s = IndexReader::Open(std::move(index_file), options_.key_size, id, size, &reader, options_.cache);
     if (s.ok()) {
-      blobs->push_back(std::make_shared<Blob>(id, format, std::move(file), size, std::move(reader), options_.cache));
+      blobs->push_back(std::make_shared<Blob>(id, format, std::move(file), size, std::move(reader)));
       report->indexes_loaded++;
       return Status::OK();
     }
@@ -285,7 +285,7 @@ Status Engine::RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryRepor
     return Status::OK();
   }
   auto blob = std::make_shared<Blob>(id, format, std::move(file), scan.valid_end, std::move(index), scan.records,
-                                     max_version, max_stamp, options_.cache);
+                                     max_version, max_stamp);
   // What survived the crash in the page cache becomes durable before new
   // records are appended behind it.
   s = blob->file()->Sync();
@@ -768,7 +768,7 @@ Status Engine::CreateActiveBlobLocked() {
     return s;
   }
   auto blob = std::make_shared<Blob>(id, kBlobFormatVersion, std::move(file), kBlobHeaderSize,
-                                     std::make_unique<ActiveIndex>(options_.key_size), 0, Version(), 0, options_.cache);
+                                     std::make_unique<ActiveIndex>(options_.key_size), 0, Version(), 0);
   std::vector<std::shared_ptr<Blob>> blobs{blob};
   std::shared_ptr<const BlobSet> set = Current();
   for (const auto& b : set->blobs) blobs.push_back(b);

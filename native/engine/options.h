@@ -36,9 +36,9 @@ struct EngineOptions {
   FileSystem* fs = nullptr;
   // Where background work (writes, index builds) runs. Required.
   Executor* executor = nullptr;
-  // Records and index blocks read are kept here and read from here again;
-  // usually one cache for every engine of the process. None: every read
-  // goes to the file.
+  // The index blocks of closed blobs read are kept here and read from here
+  // again; usually one cache for every engine of the process. None: every
+  // lookup in a closed blob reads its block from the file.
   std::shared_ptr<Cache> cache;
 
   Status Validate() const;

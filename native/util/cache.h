@@ -1,8 +1,8 @@
 // Cache keeps recently read pieces of immutable files in memory (as LevelDB's
 // block cache does), so that a piece read again costs a copy instead of a
-// system call: the records of blobs and the blocks of index files. One cache
-// is shared by every engine of a process and holds at most `capacity` bytes,
-// its bookkeeping included; the least recently used pieces go first.
+// system call: the blocks of index files. One cache is shared by every
+// engine of a process and holds at most `capacity` bytes, its bookkeeping
+// included; the least recently used pieces go first.
 //
 // Pieces are keyed by a file id and an offset. A file gets its id once, from
 // NewId, for the life of the object that reads it: bytes at an offset of such
@@ -27,7 +27,7 @@ namespace oyster {
 
 class Cache {
  public:
-  // Pieces larger than this are never kept: a large value costs its copy
+  // Pieces larger than this are never kept: a large piece costs its copy
   // more than its system call, and would push out many small pieces.
   static constexpr size_t kMaxPiece = 64 * 1024;
   // What an entry costs beyond its bytes (its node and its table slot).

@@ -6,15 +6,16 @@ import { KeyState, StoredRecord, Version } from '../model/version';
 import { native, NativeCache, NativeEngine, NativeEngineSet, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
 
 export type EngineOptions = NativeOpenOptions;
-export type ReadCache = NativeCache;
+export type IndexBlockCache = NativeCache;
 
 /**
- * A read cache of `capacity` bytes (0: none) for EngineOptions.cache: what a
- * read found is kept, so that reading it again costs no system call. Entries
- * are keyed by the file they came from and their offset there, and files
- * never change where records are, so an entry never goes stale.
+ * A cache of `capacity` bytes (0: none) for EngineOptions.cache: the index
+ * blocks of closed blobs read are kept, so that a lookup reading one again
+ * costs no system call. Blocks are keyed by the index file they came from
+ * and their offset there, and index files never change, so an entry never
+ * goes stale.
  */
-export function newReadCache(capacity: number): ReadCache {
+export function newIndexBlockCache(capacity: number): IndexBlockCache {
   return new native.Cache(capacity);
 }
 export type RecoveryReport = NativeRecovery;

@@ -11,11 +11,11 @@ export interface NativeOpenOptions {
   syncWrites?: boolean;
   bloomBitsPerKey?: number;
   blobFilePrefix?: string;
-  /** Where records and index blocks read are kept and read again (one cache for every engine of the node). */
+  /** Where the index blocks of closed blobs read are kept and read again (one cache for every engine of the node). */
   cache?: NativeCache;
 }
 
-/** A read cache (native/util/cache.h): the records and index blocks read last, within `capacity` bytes. */
+/** A read cache (native/util/cache.h): the index blocks read last, within `capacity` bytes. */
 export interface NativeCache {
   stats(): { capacity: number; usage: number; entries: number; hits: number; misses: number };
 }

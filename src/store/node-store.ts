@@ -13,7 +13,8 @@ import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
 import { compareRecords, compareVersions, KeyState, newerOf, StoredRecord, Version } from '../model/version';
 import { Disk } from './disk';
-import { ReadCache } from './engine';
+import { IndexBlockCache } from './engine';
+import { RecordCache } from './record-cache';
 import { NodeState } from './identity';
 import { Vdisk } from './vdisk';
 
@@ -28,9 +29,15 @@ export interface NodeStoreParts {
   clock: VersionClock;
   /** The node's record of its disks' identities, loaded at start. */
   state: NodeState;
-  /** The read cache every partition of the node shares (read_cache_size). */
+  /** What the node keeps of what it read, for every partition (read_cache_size). */
   readCache: ReadCache;
   log: Logger;
+}
+
+/** The node's read cache: records read (Vdisk) and index blocks (the engines). */
+export interface ReadCache {
+  records: RecordCache;
+  indexBlocks: IndexBlockCache;
 }
 
 export class NodeStore implements NodeApi {

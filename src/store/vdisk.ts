@@ -9,8 +9,9 @@ import { VersionClock } from '../model/clock';
 import { errors, isOysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
-import { isEngineError, EngineErrorCode, SnapshotEntry } from './engine';
+import { isEngineError, EngineErrorCode, EngineSet, SnapshotEntry } from './engine';
 import { PartitionList, PartitionListOptions } from './partition-list';
+import { RecordCache, RecordShelf } from './record-cache';
 
 /** What a vdisk reports about its engines (metrics hang on it). */
 type DataOperation = 'put' | 'get' | 'exist' | 'delete';
@@ -24,6 +25,8 @@ export interface VdiskOptions extends PartitionListOptions {
   observer?: StorageObserver;
   /** Sees the newest version of every partition opened: after a restart this node stamps later than anything stored. */
   clock?: VersionClock;
+  /** Where the records read are kept to be read again (the node's, shared by its vdisks). */
+  records?: RecordCache;
 }
 
 type State = 'stopped' | 'running' | 'remounting';
@@ -34,6 +37,12 @@ export class Vdisk {
   private _newestPossible: Version = { timestamp: 0, tick: 0, node: 0 };
   private inflight = 0;
   private drained: (() => void) | null = null;
+  // The records read from `shelfOf` (the partitions read as one when they
+  // were kept), and a count that moves as every write starts and ends: an
+  // answer read while it moved may be older than the engine's, and is not kept.
+  private shelf: RecordShelf | null = null;
+  private shelfOf: EngineSet | null = null;
+  private writes = 0;
 
   constructor(readonly options: VdiskOptions) {
     this.partitions = new PartitionList({ ...options, corrupt: (n) => options.observer?.corrupt(n) }, (newest) => {
@@ -85,6 +94,7 @@ export class Vdisk {
   async stop(): Promise<Error[]> {
     if (this.state === 'stopped') return [];
     this.state = 'stopped';
+    this.dropShelf();
     await this.drain();
     return this.partitions.closeAll();
   }
@@ -93,6 +103,7 @@ export class Vdisk {
   async remount(): Promise<void> {
     if (this.state !== 'running') throw errors.unavailable(`vdisk ${this.id} is not running`);
     this.state = 'remounting';
+    this.dropShelf();
     try {
       await this.drain();
       await this.partitions.closeAll();
@@ -125,6 +136,7 @@ export class Vdisk {
 
   async put(key: Buffer, version: Version, value: Buffer): Promise<void> {
     this.enter();
+    this.forget(key);
     try {
       const p = this.partitions.writableFor(version.timestamp) ?? (await this.partitions.partitionFor(version.timestamp));
       await p.write((e) => e.put(key, version, value));
@@ -133,24 +145,32 @@ export class Vdisk {
     } catch (err) {
       throw this.failure('put', err);
     } finally {
+      this.forget(key);
       this.leave();
     }
   }
 
   /**
    * The newest record of key across all partitions (tombstones included), or
-   * null when none holds one: at once when the read cache or the page cache
-   * holds it, else once the engine threads have read it.
+   * null when none holds one: at once when the records kept or the page
+   * cache hold it, else once the engine threads have read it.
    */
   get(key: Buffer): MaybePromise<StoredRecord | null> {
     if (this.state === 'running') {
+      const set = this.partitions.engines;
+      const shelf = this.shelfFor(set);
+      const kept = shelf?.get(key);
+      if (kept !== undefined) return kept;
       let now: StoredRecord | null | undefined;
       try {
-        now = this.partitions.engines.readNewestNow(key);
+        now = set.readNewestNow(key);
       } catch {
         // The engine threads report what made the read fail.
       }
-      if (now !== undefined) return this.counted('get', now);
+      if (now !== undefined) {
+        shelf?.keep(key, now);
+        return this.counted('get', now);
+      }
     }
     return this.getWaiting(key);
   }
@@ -158,7 +178,11 @@ export class Vdisk {
   private async getWaiting(key: Buffer): Promise<StoredRecord | null> {
     this.enter();
     try {
-      return this.counted('get', await this.partitions.engines.getNewest(key));
+      const writes = this.writes;
+      const set = this.partitions.engines;
+      const r = await set.getNewest(key);
+      if (this.writes === writes && this.partitions.engines === set) this.shelfFor(set)?.keep(key, r);
+      return this.counted('get', r);
     } catch (err) {
       throw this.failure('get', err);
     } finally {
@@ -173,8 +197,12 @@ export class Vdisk {
       // One key (a coordinator asking for a version) is mostly answered from
       // memory at once; the others, and that one when it would wait, on the engine threads.
       let now: KeyState | null | undefined;
+      if (keys.length === 1) {
+        const kept = this.shelfFor(this.partitions.engines)?.get(keys[0]);
+        if (kept !== undefined) now = kept === null ? null : { kind: kept.kind, version: kept.version };
+      }
       try {
-        if (keys.length === 1) now = this.partitions.engines.lookupNewestNow(keys[0]);
+        if (keys.length === 1 && now === undefined) now = this.partitions.engines.lookupNewestNow(keys[0]);
       } catch {
         // The engine threads report what made the lookup fail.
       }
@@ -196,6 +224,7 @@ export class Vdisk {
    */
   async delete(key: Buffer, version: Version): Promise<void> {
     this.enter();
+    this.forget(key);
     try {
       const p = await this.partitions.partitionFor(version.timestamp);
       await p.write((e) => e.delete(key, version));
@@ -218,6 +247,7 @@ export class Vdisk {
     } catch (err) {
       throw this.failure('delete', err);
     } finally {
+      this.forget(key);
       this.leave();
     }
   }
@@ -237,6 +267,29 @@ export class Vdisk {
   }
 
   // --------------------------------------------------------------- helpers
+
+  /** The shelf of the records read from `set`: a new one once the partitions changed. */
+  private shelfFor(set: EngineSet): RecordShelf | null {
+    if (set !== this.shelfOf) {
+      if (this.options.records === undefined) return null;
+      this.shelf?.drop();
+      this.shelf = this.options.records.newShelf();
+      this.shelfOf = set;
+    }
+    return this.shelf;
+  }
+
+  /** A write of key starts or ends: what was kept of it may be older than what the engine holds. */
+  private forget(key: Buffer): void {
+    this.writes++;
+    this.shelf?.forget(key);
+  }
+
+  private dropShelf(): void {
+    this.shelf?.drop();
+    this.shelf = null;
+    this.shelfOf = null;
+  }
 
   private raise(v: Version): void {
     if (compareVersions(v, this._newestPossible) > 0) this._newestPossible = v;

@@ -7,10 +7,10 @@ import { errors } from '../../model/errors';
 import { StoredValue, Version } from '../../model/version';
 import { KeyError, keyToHex, parseRestKey } from '../../keys/key';
 import { RestDeps } from '../deps';
-import { sniffContentType } from '../content-type';
 import { readBody } from '../middleware/body';
 import { evaluate, hasPreconditions } from '../http/preconditions';
 import { requestedRange } from '../http/range';
+import { representationOf } from '../http/representation';
 import { etagOf, httpDateOf } from '../http/validators';
 import { HttpError, badRequest, reply } from '../status-ext';
 
@@ -63,11 +63,13 @@ export function dataRoutes(d: RestDeps): Router {
 
 function sendValue(ctx: Context, key: Buffer, r: StoredValue | null): void {
   if (!r) throw errors.keyNotFound(keyToHex(key));
-  setValidators(ctx, r.version);
+  const rep = representationOf(r);
+  ctx.set('ETag', rep.etag);
+  if (rep.lastModified !== undefined) ctx.set('Last-Modified', rep.lastModified);
   // Where download tools look for it; on every GET it would cost more than it tells.
   if (ctx.method === 'HEAD') ctx.set('Accept-Ranges', 'bytes');
   // A full MIME type already: set as it is, without Koa's lookup of short names.
-  ctx.set('Content-Type', sniffContentType(r.value));
+  ctx.set('Content-Type', rep.contentType);
   const verdict = hasPreconditions(ctx) ? evaluate(ctx, r, true) : null;
   if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
   if (verdict?.status === 304) {
