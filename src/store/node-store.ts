@@ -131,7 +131,7 @@ export class NodeStore implements NodeApi {
   }
 
   get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null> {
-    let places: Place[];
+    let places: readonly Place[];
     try {
       places = this.places(this.vdiskOf(key), source);
     } catch (err) {
@@ -280,7 +280,12 @@ export class NodeStore implements NodeApi {
    * copies held for this node (alien/<self>, written while a replica could
    * not take a write); for "alien" the alien copies of every owner; both for "all".
    */
-  private places(vdisk: number, source: GetSource): Place[] {
+  private places(vdisk: number, source: GetSource): readonly Place[] {
+    // Most reads: the local replicas alone (no alien copy held for this node), without a new list.
+    if (source === 'normal' && this.alien.isReady && !this.alien.vdisks.aliensOf(vdisk).some((a) => a.owner === this.name)) {
+      const local = this.localReplicas(vdisk);
+      if (local.length > 0) return local;
+    }
     const out: Place[] = [];
     if (source !== 'alien') {
       const local = this.localReplicas(vdisk);
@@ -348,7 +353,7 @@ class AlienPlace implements Place {
  * A record that failed its checksum is passed over only when the answer is
  * newer than it.
  */
-function newestAnswer<T, R extends KeyState>(settled: Array<PromiseSettledResult<T>>, places: Place[], pick: (answer: T) => R | null): R | null {
+function newestAnswer<T, R extends KeyState>(settled: Array<PromiseSettledResult<T>>, places: readonly Place[], pick: (answer: T) => R | null): R | null {
   let best: R | null = null;
   let replicaAnswered = false;
   let alienFailed = false;
