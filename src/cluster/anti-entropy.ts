@@ -16,7 +16,8 @@
 // copying is limited to `rateBytesPerSecond` of values.
 import fs from 'node:fs';
 import path from 'node:path';
-import { LocalReplica, NodeStore } from '../store/node-store';
+import { NodeStore } from '../store/node-store';
+import { LocalReplica } from '../store/place';
 import { parsePartitionName } from '../store/partition';
 import { SnapshotEntry } from '../store/engine';
 import { files } from '../store/files';

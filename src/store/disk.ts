@@ -9,7 +9,7 @@ import { Space } from '../config/reader';
 import { Logger } from '../logging/logger';
 import { MaybePromise } from '../model/maybe-promise';
 import { Version } from '../model/version';
-import { freeSpace, isDiskFailure, isNoSpace, mib } from './free-space';
+import { isDiskFailure, isNoSpace, SpaceWatch } from './free-space';
 import { errors, OysterError } from '../model/errors';
 import { checkIdentity, IDENTITY_FILE, initialiseDisk, NodeState, Refusal } from './identity';
 import { Vdisk } from './vdisk';
@@ -73,14 +73,13 @@ export class Disk {
   private closed = false;
   private readonly retry: Backoff;
   private monitorTimer: NodeJS.Timeout | null = null;
-  private _writable = true;
+  private readonly space: SpaceWatch;
   private _refusal: Refusal | null = null;
-  // Why writes are refused, for the error of each refused write.
-  private fullness = '';
 
   constructor(readonly options: DiskOptions) {
     // A failed attempt schedules the next one.
     this.retry = new Backoff(options.retryInitialMs, options.retryMaxMs, () => void this.start().catch(() => undefined));
+    this.space = new SpaceWatch({ name: options.name, alien: options.alien, root: options.root }, options.minFreeSpace, options.log, options.onWritableChange);
   }
 
   get name(): string {
@@ -103,7 +102,7 @@ export class Disk {
 
   /** Whether the disk takes writes: it had min_free_space free when last looked at (every monitorIntervalMs, after an ENOSPC). */
   get writable(): boolean {
-    return this._writable;
+    return this.space.writable;
   }
 
   /** Brings the disk to Ready: checks the disk, opens every vdisk. Rejects if the disk cannot be used. */
@@ -118,7 +117,7 @@ export class Disk {
         for (const [owner, v] of await this.discoverVdisks()) this.vdisks.add(v, owner);
         for (const v of this.vdisks.all()) await v.run();
         this.retry.reset();
-        await this.checkSpace();
+        await this.space.check();
         this.setState('Ready');
         this.heldWhenDown = null;
         this.startMonitor();
@@ -174,7 +173,7 @@ export class Disk {
     if (err instanceof OysterError) return Promise.reject(err);
     if (isNoSpace(err)) {
       // The watermark was passed between two looks: look now.
-      void this.checkSpace();
+      void this.space.check();
       return Promise.reject(errors.noSpace(`${this.name}: ${(err as Error).message}`));
     }
     return Promise.reject(errors.storage(`${this.name}: ${(err as Error).message}`));
@@ -185,7 +184,7 @@ export class Disk {
    * touching nothing, while the disk is below min_free_space.
    */
   write<T>(fn: () => Promise<T>): Promise<T> {
-    if (this._state === 'Ready' && !this._writable) return Promise.reject(errors.noSpace(this.fullness));
+    if (this._state === 'Ready' && !this.space.writable) return Promise.reject(errors.noSpace(this.space.fullness));
     return this.use(fn);
   }
 
@@ -372,25 +371,11 @@ export class Disk {
     if (delay !== null) this.options.log.info({ disk: this.name, delayMs: delay }, `retrying disk ${this.name} later`);
   }
 
-  /** Looks at the free space and changes `writable` when it crossed min_free_space (logged once per change). */
-  private async checkSpace(): Promise<void> {
-    const space = await freeSpace(this.options.root, this.options.minFreeSpace);
-    if (!space) return; // the monitor's stat of the root reports a disk that is gone
-    const { free, min } = space;
-    const writable = free >= min;
-    this.fullness = `${this.name}: ${mib(free)} free, below min_free_space (${mib(min)}); writes resume once space is freed`;
-    if (writable === this._writable) return;
-    this._writable = writable;
-    if (writable) this.options.log.info({ disk: this.name, alien: this.alien, freeBytes: free, minFreeBytes: min }, `disk ${this.name} takes writes again`);
-    else this.options.log.warn({ disk: this.name, alien: this.alien, freeBytes: free, minFreeBytes: min }, `disk ${this.name} is full: ${mib(free)} free, below min_free_space (${mib(min)}); writes refused, reads go on`);
-    this.options.onWritableChange?.(writable);
-  }
-
   private startMonitor(): void {
     this.stopMonitor();
     this.monitorTimer = setInterval(() => {
       if (this._state !== 'Ready') return;
-      void this.checkSpace();
+      void this.space.check();
       void Promise.all([fs.promises.stat(this.options.diskPath), fs.promises.stat(this.options.root)]).then(
         ([d, r]) => {
           if (!d.isDirectory() || !r.isDirectory()) this.fail(new Error(`${this.options.root} is not a directory`));

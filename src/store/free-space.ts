@@ -2,6 +2,7 @@
 // mean the disk is gone or full rather than a problem of one request.
 import fs from 'node:fs';
 import { Space } from '../config/reader';
+import { Logger } from '../logging/logger';
 import { EngineErrorCode, isEngineError } from './engine';
 
 /**
@@ -33,4 +34,44 @@ export function isNoSpace(err: unknown): boolean {
   if (isEngineError(err, EngineErrorCode.io)) return err.syscallCode !== undefined && NO_SPACE_ERRNO.has(err.syscallCode);
   const code = (err as NodeJS.ErrnoException | null)?.code;
   return typeof code === 'string' && NO_SPACE_ERRNO.has(code);
+}
+
+/**
+ * Whether a disk takes writes: it had min_free_space free when last looked
+ * at. A change is logged once and told to onChange.
+ */
+export class SpaceWatch {
+  private _writable = true;
+  // Why writes are refused, for the error of each refused write.
+  private _fullness = '';
+
+  constructor(
+    private readonly disk: { name: string; alien: boolean; root: string },
+    private readonly min: Space,
+    private readonly log: Logger,
+    private readonly onChange?: (writable: boolean) => void,
+  ) {}
+
+  get writable(): boolean {
+    return this._writable;
+  }
+  get fullness(): string {
+    return this._fullness;
+  }
+
+  /** Looks at the free space; a disk that cannot be asked keeps its last answer (the disk's monitor sees it is gone). */
+  async check(): Promise<void> {
+    const space = await freeSpace(this.disk.root, this.min);
+    if (!space) return;
+    const { free, min } = space;
+    const { name, alien } = this.disk;
+    const writable = free >= min;
+    this._fullness = `${name}: ${mib(free)} free, below min_free_space (${mib(min)}); writes resume once space is freed`;
+    if (writable === this._writable) return;
+    this._writable = writable;
+    const fields = { disk: name, alien, freeBytes: free, minFreeBytes: min };
+    if (writable) this.log.info(fields, `disk ${name} takes writes again`);
+    else this.log.warn(fields, `disk ${name} is full: ${mib(free)} free, below min_free_space (${mib(min)}); writes refused, reads go on`);
+    this.onChange?.(writable);
+  }
 }

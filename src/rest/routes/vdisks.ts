@@ -3,7 +3,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { errors } from '../../model/errors';
-import { LocalReplica } from '../../store/node-store';
+import { LocalReplica } from '../../store/place';
 import { RestDeps } from '../deps';
 import { dirTree, vdiskJson } from '../json';
 import { timestampParam, vdiskIdParam } from '../params';
