@@ -64,26 +64,33 @@ Status Blob::ReadRecord(const char* key, size_t key_size, const IndexEntry& e, R
     out->capacity = total;
   }
   char* buf = out->storage.get();
-  // Built only for a failure: every successful read would pay for the string.
-  auto damaged = [&](const char* what) {
-    return Status::Corruption(std::string(what) + " in " + file_->path() + " at offset " + std::to_string(e.offset));
-  };
   size_t n = 0;
   Status s = no_wait ? file_->ReadNoWait(e.offset, total, buf, &n) : file_->Read(e.offset, total, buf, &n);
   if (!s.ok()) return s;
-  if (n != total) return damaged("record truncated");
+  if (n != total) return Damaged("record truncated", e.offset);
   RecordHeader h;
-  if (!DecodeRecordHeader(format_, buf, key_size, e.offset, &h)) return damaged("record header damaged");
-  if (std::memcmp(h.key, key, key_size) != 0 || CompareVersions(h.version, e.version) != 0 ||
-      h.value_size != e.value_size) {
-    return damaged("index entry does not match the record");
-  }
+  s = CheckRecordHeader(key, key_size, e, buf, &h);
+  if (!s.ok()) return s;
   if (!RecordValueCrcMatches(format_, buf, key_size, buf + hsize, e.value_size, h.record_crc)) {
-    return damaged("record checksum mismatch");
+    return Damaged("record checksum mismatch", e.offset);
   }
   out->value_offset = hsize;
   out->value_size = e.value_size;
   return Status::OK();
+}
+
+Status Blob::CheckRecordHeader(const char* key, size_t key_size, const IndexEntry& e, const char* header,
+                               RecordHeader* h) const {
+  if (!DecodeRecordHeader(format_, header, key_size, e.offset, h)) return Damaged("record header damaged", e.offset);
+  if (std::memcmp(h->key, key, key_size) != 0 || CompareVersions(h->version, e.version) != 0 ||
+      h->value_size != e.value_size) {
+    return Damaged("index entry does not match the record", e.offset);
+  }
+  return Status::OK();
+}
+
+Status Blob::Damaged(const std::string& what, uint64_t offset) const {
+  return Status::Corruption(what + " in " + file_->path() + " at offset " + std::to_string(offset));
 }
 
 void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/active_index.h"
+#include "engine/format.h"
 #include "engine/index_reader.h"
 #include "engine/version.h"
 #include "util/file_system.h"
@@ -72,6 +73,14 @@ class Blob {
   // when the record is not in the page cache.
   Status ReadRecord(const char* key, size_t key_size, const IndexEntry& e, RecordBuffer* out,
                     bool no_wait = false) const;
+  // Checks the header of the record an entry points at, as read from the
+  // file into `header` (RecordHeaderSize bytes): a valid header at e.offset
+  // (docs/FORMAT.md §3.2) of `key`, with the entry's version and value
+  // size; decoded into *h. Corruption otherwise.
+  Status CheckRecordHeader(const char* key, size_t key_size, const IndexEntry& e, const char* header,
+                           RecordHeader* h) const;
+  // Corruption: `what` was found in this blob's record at `offset`.
+  Status Damaged(const std::string& what, uint64_t offset) const;
 
   // ---- Writer side (the engine serializes these).
   struct NewRecord {

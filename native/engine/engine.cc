@@ -426,6 +426,15 @@ Status Engine::Read(const ReadOptions& options, const char* key, const RecordLoc
   return s;
 }
 
+Status Engine::OpenValue(const ReadOptions& options, const char* key, const RecordLocation& where,
+                         std::unique_ptr<ValueReader>* reader) {
+  Status s = ValueReader::Open(weak_from_this(), where.blob, where.entry, key, options_.key_size, options.no_wait,
+                               reader);
+  if (s.IsCorruption() && options.no_wait) return Status::WouldBlock("record failed its checks");
+  if (s.IsCorruption()) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
 Status Engine::Get(const ReadOptions& options, const char* key, GetResult* result) {
   RecordLocation where;
   LookupResult newest;

@@ -19,6 +19,7 @@
 #include "engine/blob.h"
 #include "engine/options.h"
 #include "engine/put_stream.h"
+#include "engine/value_reader.h"
 #include "engine/version.h"
 #include "util/file_system.h"
 #include "util/status.h"
@@ -147,6 +148,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status Locate(const ReadOptions& options, const char* key, LookupResult* result, RecordLocation* where);
   // Reads the record a Locate of `key` found (result kFound); as Get does.
   Status Read(const ReadOptions& options, const char* key, const RecordLocation& where, GetResult* result);
+  // Opens a reader of the value of the record a Locate of `key` found
+  // (result kFound) instead of reading it: the record's header is read and
+  // checked as Read checks it, the value is left to *reader. Corruption,
+  // counted as Read counts it, if the header fails its checks; with
+  // options.no_wait, WouldBlock instead of that and of waiting for the disk.
+  Status OpenValue(const ReadOptions& options, const char* key, const RecordLocation& where,
+                   std::unique_ptr<ValueReader>* reader);
 
   // The newest record of every key stored, packed for the caller as repeated
   // [u8 kind (1 value, 2 tombstone)][u64 timestamp LE][u64 stamp LE][key]
@@ -174,6 +182,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
  private:
   friend class PutStream;
+  friend class ValueReader;  // counts the corruption its reads meet
 
   struct BlobSet {
     std::vector<std::shared_ptr<Blob>> blobs;  // newest (highest id) first

@@ -66,6 +66,31 @@ Status EngineSet::Get(const ReadOptions& options, const char* key, GetResult* re
   return Read(options, key, where, result);
 }
 
+Status EngineSet::Open(const ReadOptions& options, const char* key, uint64_t whole_up_to,
+                       OpenResult* result) const {
+  LookupResult newest;
+  Location where;
+  Status s = Locate(options, key, &newest, &where);
+  result->kind = GetResult::kAbsent;
+  result->version = newest.version;
+  result->value_size = newest.value_size;
+  result->reader.reset();
+  if (!s.ok() || newest.kind != GetResult::kFound) {
+    result->kind = newest.kind;
+    return s;
+  }
+  if (newest.value_size > whole_up_to) {
+    s = where.engine->OpenValue(options, key, where.record, &result->reader);
+  } else {
+    GetResult whole;
+    whole.record = std::move(result->record);  // its storage is reused
+    s = Read(options, key, where, &whole);
+    result->record = std::move(whole.record);
+  }
+  if (s.ok()) result->kind = GetResult::kFound;
+  return s;
+}
+
 Status EngineSet::Lookup(const ReadOptions& options, const char* key, LookupResult* result) const {
   Location where;
   return Locate(options, key, result, &where);

@@ -23,6 +23,18 @@
 
 namespace oyster {
 
+// The newest record of a key as EngineSet::Open answers it: as Get, with a
+// large value left in the file, to be read through `reader`.
+struct OpenResult {
+  GetResult::Kind kind = GetResult::kAbsent;
+  Version version;          // of the newest record (also set when it is corrupt)
+  uint64_t value_size = 0;  // kFound: the value's length
+  // kFound, value_size <= whole_up_to: the record, as Get reads it (reader null).
+  RecordBuffer record;
+  // kFound, larger values: where to read the value (record unused).
+  std::unique_ptr<ValueReader> reader;
+};
+
 class EngineSet {
  public:
   // Where the newest record of a key is: which engine, and where in it.
@@ -43,6 +55,10 @@ class EngineSet {
   Status Get(const ReadOptions& options, const char* key, GetResult* result) const;
   // Like Engine::Lookup across the engines.
   Status Lookup(const ReadOptions& options, const char* key, LookupResult* result) const;
+  // Like Get, except that a value of more than whole_up_to bytes is not
+  // read: result->reader reads it (Engine::OpenValue). Corruption if the
+  // newest record fails the checks made (result->version is still set).
+  Status Open(const ReadOptions& options, const char* key, uint64_t whole_up_to, OpenResult* result) const;
 
   // How Digest and Entries scan the set.
   struct ScanOptions {

@@ -61,40 +61,44 @@ PutStream::~PutStream() {
   Abort();
 }
 
-Status PutStream::Append(const char* data, size_t n) {
+Status PutStream::Append(const IoSlice* pieces, int count) {
   std::lock_guard<std::mutex> l(mu_);
   if (state_ != State::kOpen) return Status::Closed("the streamed put was aborted");
+  uint64_t n = 0;
+  for (int i = 0; i < count; i++) n += pieces[i].size;
   if (n > value_size_ - written_) {
     return Status::InvalidArgument("more bytes than the " + std::to_string(value_size_) + " announced");
   }
-  IoSlice slice{data, n};
-  Status s = blob_->file()->Write(offset_ + header_size_ + written_, &slice, 1);
+  if (n == 0) return Status::OK();
+  Status s = blob_->file()->Write(offset_ + header_size_ + written_, pieces, count);
   if (!s.ok()) {
     AbortLocked();
     return s;
   }
-  record_crc_ = crc32c::Extend(record_crc_, data, n);
-  if (flags_ & kFlagBlocks) {
-    // Block checksums: each block's own CRC, the last block possibly short.
-    uint64_t at = written_;
-    while (n > 0) {
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, kValueBlockSize - at % kValueBlockSize));
-      block_crc_ = crc32c::Extend(block_crc_, data, take);
-      at += take;
-      data += take;
-      n -= take;
-      if (at % kValueBlockSize == 0 || at == value_size_) {
-        char crc[4];
-        EncodeFixed32(crc, block_crc_);
-        blocks_.insert(blocks_.end(), crc, crc + 4);
-        block_crc_ = 0;
-      }
-    }
-    written_ = at;
-  } else {
-    written_ += n;
-  }
+  for (int i = 0; i < count; i++) ChecksumLocked(pieces[i].data, pieces[i].size);
   return Status::OK();
+}
+
+void PutStream::ChecksumLocked(const char* data, size_t n) {
+  record_crc_ = crc32c::Extend(record_crc_, data, n);
+  if (!(flags_ & kFlagBlocks)) {
+    written_ += n;
+    return;
+  }
+  // Block checksums: each block's own CRC, the last block possibly short.
+  while (n > 0) {
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n, kValueBlockSize - written_ % kValueBlockSize));
+    block_crc_ = crc32c::Extend(block_crc_, data, take);
+    written_ += take;
+    data += take;
+    n -= take;
+    if (written_ % kValueBlockSize == 0 || written_ == value_size_) {
+      char crc[4];
+      EncodeFixed32(crc, block_crc_);
+      blocks_.insert(blocks_.end(), crc, crc + 4);
+      block_crc_ = 0;
+    }
+  }
 }
 
 Status PutStream::Finish() {

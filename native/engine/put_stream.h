@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/version.h"
+#include "util/file_system.h"
 #include "util/status.h"
 
 namespace oyster {
@@ -55,10 +56,17 @@ class PutStream {
   PutStream(const PutStream&) = delete;
   PutStream& operator=(const PutStream&) = delete;
 
-  // Writes the next n bytes of the value. InvalidArgument for more bytes
-  // than value_size; Closed once the stream was aborted (by Abort, or by the
+  // Writes the next bytes of the value: those of the `count` pieces, in
+  // order, with one vectored write (the checksums taken over them in that
+  // order). InvalidArgument for more bytes than value_size (nothing is
+  // written); Closed once the stream was aborted (by Abort, or by the
   // engine closing); IOError as a write fails (the stream is then aborted).
-  Status Append(const char* data, size_t n);
+  Status Append(const IoSlice* pieces, int count);
+  // Append of one piece of n bytes.
+  Status Append(const char* data, size_t n) {
+    const IoSlice piece{data, n};
+    return Append(&piece, 1);
+  }
 
   // Requires every byte of the value appended (InvalidArgument otherwise).
   // Writes the block checksums and then the header, makes the record
@@ -85,6 +93,8 @@ class PutStream {
 
   friend class OpenStreams;
 
+  // Takes the next n bytes of the value, written, into the checksums.
+  void ChecksumLocked(const char* data, size_t n);
   Status WriteHeaderLocked();
   void AbortLocked();
   // Aborts without writing anything (the engine is gone, as in a crash).

@@ -82,7 +82,13 @@ class FaultInjectingFileSystem::FaultFile final : public File {
   ~FaultFile() override { fs_->FileClosed(); }
 
   Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
+    if (fs_->ShouldFailRead()) return Status::IOError("injected read fault in " + path(), EIO);
     return base_->Read(offset, n, buf, bytes_read);
+  }
+
+  Status ReadV(uint64_t offset, const IoBuffer* buffers, int count, size_t* bytes_read) const override {
+    if (fs_->ShouldFailRead()) return Status::IOError("injected read fault in " + path(), EIO);
+    return base_->ReadV(offset, buffers, count, bytes_read);
   }
 
   Status ReadNoWait(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
@@ -157,6 +163,11 @@ void FaultInjectingFileSystem::FailSyncs(bool fail) {
   fail_syncs_ = fail;
 }
 
+void FaultInjectingFileSystem::FailReads(bool fail) {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_reads_ = fail;
+}
+
 void FaultInjectingFileSystem::FailTruncates(bool fail) {
   std::lock_guard<std::mutex> l(mu_);
   fail_truncates_ = fail;
@@ -186,7 +197,7 @@ void FaultInjectingFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
   fail_writes_at_ = 0;
   partial_bytes_ = 0;
-  fail_syncs_ = fail_truncates_ = fail_renames_ = fail_creates_ = uncached_ = false;
+  fail_syncs_ = fail_reads_ = fail_truncates_ = fail_renames_ = fail_creates_ = uncached_ = false;
   sync_delay_ = std::chrono::microseconds(0);
 }
 
@@ -236,6 +247,11 @@ bool FaultInjectingFileSystem::NoWaitReadBlocks() {
   std::lock_guard<std::mutex> l(mu_);
   no_wait_reads_++;
   return uncached_;
+}
+
+bool FaultInjectingFileSystem::ShouldFailRead() {
+  std::lock_guard<std::mutex> l(mu_);
+  return fail_reads_;
 }
 
 bool FaultInjectingFileSystem::ShouldFailTruncate() {

@@ -33,6 +33,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // `partial_bytes` of its data (a torn write), or nothing if 0.
   void FailWritesFrom(uint64_t n, size_t partial_bytes = 0);
   void FailSyncs(bool fail);      // File::Sync -> EIO
+  void FailReads(bool fail);      // File::Read and ReadV -> EIO
   void FailTruncates(bool fail);  // File::Truncate -> EIO
   void FailRenames(bool fail);    // Rename -> EIO
   void FailCreates(bool fail);    // OpenFile(create_new = true) -> ENOSPC
@@ -113,6 +114,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // Counts a write; true if it must fail, with *partial the bytes to write first.
   bool ShouldFailWrite(size_t* partial);
   bool ShouldFailSync(std::chrono::microseconds* delay);
+  bool ShouldFailRead();
   bool ShouldFailTruncate();
   // Counts a ReadNoWait; true if it must answer WouldBlock.
   bool NoWaitReadBlocks();
@@ -150,6 +152,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t fail_writes_at_ = 0;  // 0: writes do not fail
   size_t partial_bytes_ = 0;
   bool fail_syncs_ = false;
+  bool fail_reads_ = false;
   bool fail_truncates_ = false;
   bool fail_renames_ = false;
   bool fail_creates_ = false;

@@ -6,6 +6,7 @@
 
 #include "engine/put_stream.h"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -252,6 +253,48 @@ TEST(PutStream, PowerLossKeepsWhatWasFinished) {
   model.Verify(db.get());
   ASSERT_OK(db.Close());
   ASSERT_OK(fs.TrackUnsyncedData(false));
+}
+
+// An append of several pieces writes their bytes in order: the record is
+// byte for byte the one a put, or appends of one piece each, write.
+TEST(PutStream, AppendOfSeveralPiecesWritesTheSameRecord) {
+  const std::string key = Key(4);
+  const std::string value = BigValue(key, 2, 3 * 65536 + 999);
+  std::vector<std::string> blobs;
+  for (int way = 0; way < 3; way++) {
+    TestEngine db(test::TmpDir() + "/partition" + std::to_string(way));
+    ASSERT_OK(db.Open());
+    if (way == 0) {
+      ASSERT_OK(test::Put(db.get(), key, test::Ts(2), value));
+    } else if (way == 1) {
+      ASSERT_OK(StreamPut(db.get(), key, test::Ts(2), value, 30000));
+    } else {
+      std::unique_ptr<PutStream> stream;
+      ASSERT_OK(BeginStream(db.get(), key, test::Ts(2), value.size(), &stream));
+      // Up to five pieces of uneven sizes per call, an empty one among them.
+      size_t at = 0;
+      for (int call = 0; at < value.size(); call++) {
+        std::vector<IoSlice> pieces;
+        for (int i = 0; i <= call % 5 && at < value.size(); i++) {
+          const size_t n = std::min<size_t>(value.size() - at, 1 + (call * 7919 + i * 104729) % 40000);
+          pieces.push_back(IoSlice{value.data() + at, n});
+          if (i == 1) pieces.push_back(IoSlice{value.data() + at, 0});
+          at += n;
+        }
+        ASSERT_OK(stream->Append(pieces.data(), static_cast<int>(pieces.size())));
+      }
+      // More than announced: refused whole, nothing written.
+      const IoSlice extra[2] = {{value.data(), 0}, {value.data(), 1}};
+      ASSERT_STATUS(kInvalidArgument, stream->Append(extra, 2));
+      ASSERT_EQ(stream->written(), value.size());
+      ASSERT_OK(stream->Finish());
+    }
+    ASSERT_EQ(Read(db.get(), key), value);
+    ASSERT_OK(db.Close());
+    blobs.push_back(test::ReadFileOrThrow(test::BlobPath(db.dir(), 1)));
+  }
+  ASSERT_TRUE(blobs[1] == blobs[0]);
+  ASSERT_TRUE(blobs[2] == blobs[0]);
 }
 
 // Values over one block carry block checksums, streamed or not; they read

@@ -159,6 +159,17 @@ Status StringFile::Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read
   return Status::OK();
 }
 
+Status StringFile::ReadV(uint64_t offset, const IoBuffer* buffers, int count, size_t* bytes_read) const {
+  *bytes_read = 0;
+  for (int i = 0; i < count; i++) {
+    size_t n = 0;
+    Read(offset + *bytes_read, buffers[i].size, buffers[i].data, &n);
+    *bytes_read += n;
+    if (n < buffers[i].size) break;
+  }
+  return Status::OK();
+}
+
 Status StringFile::Write(uint64_t offset, const IoSlice* slices, int count) {
   for (int i = 0; i < count; i++) {
     if (data_.size() < offset + slices[i].size) data_.resize(offset + slices[i].size);

@@ -78,6 +78,7 @@ class StringFile final : public File {
  public:
   explicit StringFile(std::string data) : data_(std::move(data)) {}
   Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override;
+  Status ReadV(uint64_t offset, const IoBuffer* buffers, int count, size_t* bytes_read) const override;
   Status Write(uint64_t offset, const IoSlice* slices, int count) override;
   Status Sync() override { return Status::OK(); }
   Status Truncate(uint64_t size) override;

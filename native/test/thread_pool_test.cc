@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -54,6 +55,29 @@ TEST(ThreadPool, TasksScheduleTasks) {
   pool.Schedule(hop);
   latch.Wait();
   ASSERT_EQ(hops.load(), 500);
+}
+
+// What a task holds may schedule work as it goes (the last owner of a
+// streamed put aborts it, which may schedule an index build).
+TEST(ThreadPool, TaskCapturesMayScheduleAsTheyGo) {
+  class SchedulesOnDestruction {
+   public:
+    SchedulesOnDestruction(ThreadPool* pool, test::Latch* latch) : pool_(pool), latch_(latch) {}
+    ~SchedulesOnDestruction() {
+      test::Latch* latch = latch_;
+      pool_->Schedule([latch] { latch->CountDown(); });
+    }
+
+   private:
+    ThreadPool* const pool_;
+    test::Latch* const latch_;
+  };
+  ThreadPool pool(2);
+  test::Latch latch(1);
+  auto held = std::make_shared<SchedulesOnDestruction>(&pool, &latch);
+  pool.Schedule([held] {});
+  held.reset();
+  latch.Wait();
 }
 
 // A task blocked on the disk must not hold up a growing backlog: other

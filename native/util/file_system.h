@@ -20,6 +20,12 @@ struct IoSlice {
   size_t size;
 };
 
+// Where a vectored read puts its bytes.
+struct IoBuffer {
+  char* data;
+  size_t size;
+};
+
 // An open file for positional I/O. Read, Size and path are safe to call from
 // many threads at once; Write, Sync and Truncate are serialized by the caller.
 class File {
@@ -28,6 +34,9 @@ class File {
 
   // Reads up to n bytes at offset into buf; *bytes_read < n only at end of file.
   virtual Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const = 0;
+  // Read into the buffers back to back from offset, in one system call
+  // where it can (preadv); *bytes_read < their total only at end of file.
+  virtual Status ReadV(uint64_t offset, const IoBuffer* buffers, int count, size_t* bytes_read) const = 0;
   // Read, but only from memory (the page cache): WouldBlock where the data
   // would have to come from the device, or where the platform cannot tell.
   // Never waits for the disk, so the event loop may call it.

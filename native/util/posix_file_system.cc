@@ -40,6 +40,41 @@ class PosixFile final : public File {
     return Status::OK();
   }
 
+  Status ReadV(uint64_t offset, const IoBuffer* buffers, int count, size_t* bytes_read) const override {
+    // preadv may read less than asked; continue from where it stopped.
+    std::vector<struct iovec> iov(static_cast<size_t>(count));
+    for (int i = 0; i < count; i++) iov[i] = {buffers[i].data, buffers[i].size};
+    size_t done = 0;
+    size_t first = 0;
+    while (first < iov.size()) {
+      if (iov[first].iov_len == 0) {
+        first++;
+        continue;
+      }
+      int n = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+      ssize_t r = ::preadv(fd_, &iov[first], n, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("read " + path_, errno);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+      size_t left = static_cast<size_t>(r);
+      while (left > 0) {
+        if (left >= iov[first].iov_len) {
+          left -= iov[first].iov_len;
+          iov[first++].iov_len = 0;
+        } else {
+          iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+          iov[first].iov_len -= left;
+          left = 0;
+        }
+      }
+    }
+    *bytes_read = done;
+    return Status::OK();
+  }
+
   // preadv2 with RWF_NOWAIT (Linux 4.14+): EAGAIN instead of waiting when a
   // page is not cached. A partial read means a later page is missing.
   Status ReadNoWait(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {

@@ -74,6 +74,9 @@ void ThreadPool::Run() {
       l.unlock();
       if (wake) cv_.notify_one();
       task();
+      // What the task holds is let go of before the lock is taken again: a
+      // destructor may schedule work (a stream aborted as its last owner goes).
+      task = nullptr;
       l.lock();
       continue;
     }

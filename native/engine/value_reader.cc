@@ -1,0 +1,155 @@
+#include "engine/value_reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/engine.h"
+#include "engine/format.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+
+namespace oyster {
+namespace {
+
+constexpr uint64_t kBlock = kValueBlockSize;
+
+}  // namespace
+
+ValueReader::ValueReader(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry,
+                         size_t header_size, const RecordHeader& h, uint32_t crc_prefix)
+    : engine_(std::move(engine)),
+      blob_(std::move(blob)),
+      record_at_(entry.offset),
+      value_at_(entry.offset + header_size),
+      size_(h.value_size),
+      version_(h.version),
+      blocks_((h.flags & kFlagBlocks) != 0),
+      record_crc_(h.record_crc),
+      crc_prefix_(crc_prefix),
+      crc_(crc_prefix) {}
+
+Status ValueReader::Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry,
+                         const char* key, size_t key_size, bool no_wait, std::unique_ptr<ValueReader>* reader) {
+  const File* file = blob->file();
+  auto read = [&](uint64_t offset, size_t n, char* buf) {
+    size_t got = 0;
+    Status s = no_wait ? file->ReadNoWait(offset, n, buf, &got) : file->Read(offset, n, buf, &got);
+    if (s.ok() && got != n) s = blob->Damaged("record truncated", entry.offset);
+    return s;
+  };
+  const size_t hsize = RecordHeaderSize(blob->format(), key_size);
+  std::string header(hsize, '\0');
+  Status s = read(entry.offset, hsize, header.data());
+  RecordHeader h;
+  if (s.ok()) s = blob->CheckRecordHeader(key, key_size, entry, header.data(), &h);
+  if (!s.ok()) return s;
+  const uint32_t prefix = RecordCrcPrefix(blob->format(), header.data(), key_size);
+  std::unique_ptr<ValueReader> r(new ValueReader(std::move(engine), blob, entry, hsize, h, prefix));
+  if (r->blocks_) {
+    // All of them at once: 4 bytes per block, 256 KiB for the largest value.
+    r->block_crcs_.resize(4 * ValueBlockCount(r->size_));
+    s = read(r->value_at_ + r->size_, r->block_crcs_.size(), r->block_crcs_.data());
+    if (!s.ok()) return s;
+  }
+  *reader = std::move(r);
+  return Status::OK();
+}
+
+Status ValueReader::Read(uint64_t pos, size_t n, char* dst) {
+  if (pos > size_ || n > size_ - pos) {
+    return Status::InvalidArgument("bytes [" + std::to_string(pos) + ", " + std::to_string(pos + n) +
+                                   ") are not all inside the " + std::to_string(size_) + "-byte value");
+  }
+  if (n == 0) return Status::OK();
+  Status s = blocks_ ? ReadBlocks(pos, n, dst) : ReadInOrder(pos, n, dst);
+  if (s.IsCorruption() && !counted_) {
+    counted_ = true;
+    std::shared_ptr<Engine> engine = engine_.lock();
+    if (engine != nullptr) engine->corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return s;
+}
+
+Status ValueReader::ReadBlocks(uint64_t pos, size_t n, char* dst) {
+  const uint64_t end = pos + n;
+  // The blocks that hold [pos, end): [from, to) in the value.
+  const uint64_t from = pos / kBlock * kBlock;
+  const uint64_t to = std::min((end + kBlock - 1) / kBlock * kBlock, size_);
+  const uint64_t head_end = std::min(from + kBlock, to);
+  const uint64_t tail_begin = (to - 1) / kBlock * kBlock;
+  // The first and the last block may hold bytes outside the range: those two
+  // go to scratch, every other block straight to dst.
+  const bool head_partial = pos > from || end < head_end;
+  const bool tail_partial = tail_begin >= head_end && end < to;
+  IoBuffer parts[3];
+  int count = 0;
+  uint64_t inner_begin = from;
+  uint64_t inner_end = to;
+  if (head_partial) {
+    parts[count++] = IoBuffer{scratch(), static_cast<size_t>(head_end - from)};
+    inner_begin = head_end;
+  }
+  if (tail_partial) inner_end = tail_begin;
+  if (inner_end > inner_begin) {
+    parts[count++] = IoBuffer{dst + (inner_begin - pos), static_cast<size_t>(inner_end - inner_begin)};
+  }
+  if (tail_partial) parts[count++] = IoBuffer{scratch() + kBlock, static_cast<size_t>(to - tail_begin)};
+  size_t got = 0;
+  Status s = blob_->file()->ReadV(value_at_ + from, parts, count, &got);
+  if (!s.ok()) return s;
+  if (got != to - from) return blob_->Damaged("record truncated", record_at_);
+  for (uint64_t at = from; at < to; at += kBlock) {
+    const char* block = head_partial && at == from        ? scratch()
+                        : tail_partial && at == tail_begin ? scratch() + kBlock
+                                                           : dst + (at - pos);
+    const size_t len = static_cast<size_t>(std::min(kBlock, to - at));
+    if (crc32c::Value(block, len) != DecodeFixed32(block_crcs_.data() + 4 * (at / kBlock))) {
+      return blob_->Damaged("block " + std::to_string(at / kBlock) + " checksum mismatch", record_at_);
+    }
+  }
+  if (head_partial) std::memcpy(dst, scratch() + (pos - from), static_cast<size_t>(std::min(end, head_end) - pos));
+  if (tail_partial) std::memcpy(dst + (tail_begin - pos), scratch() + kBlock, static_cast<size_t>(end - tail_begin));
+  return Status::OK();
+}
+
+Status ValueReader::ReadInOrder(uint64_t pos, size_t n, char* dst) {
+  if (pos < returned_) Restart();
+  Status s;
+  // The bytes between: the CRC needs them, the caller does not.
+  while (s.ok() && returned_ < pos) {
+    const size_t chunk = static_cast<size_t>(std::min(pos - returned_, 2 * kBlock));
+    s = ReadRaw(returned_, chunk, scratch());
+    if (s.ok()) {
+      crc_ = crc32c::Extend(crc_, scratch(), chunk);
+      returned_ += chunk;
+    }
+  }
+  if (s.ok()) s = ReadRaw(pos, n, dst);
+  if (s.ok()) {
+    crc_ = crc32c::Extend(crc_, dst, n);
+    returned_ += n;
+    if (returned_ == size_ && crc_ != record_crc_) s = blob_->Damaged("record checksum mismatch", record_at_);
+  }
+  // A failed read leaves nothing to continue from.
+  if (!s.ok()) Restart();
+  return s;
+}
+
+Status ValueReader::ReadRaw(uint64_t pos, size_t n, char* dst) {
+  size_t got = 0;
+  Status s = blob_->file()->Read(value_at_ + pos, n, dst, &got);
+  if (s.ok() && got != n) s = blob_->Damaged("record truncated", record_at_);
+  return s;
+}
+
+void ValueReader::Restart() {
+  returned_ = 0;
+  crc_ = crc_prefix_;
+}
+
+char* ValueReader::scratch() {
+  if (scratch_ == nullptr) scratch_.reset(new char[2 * kBlock]);
+  return scratch_.get();
+}
+
+}  // namespace oyster

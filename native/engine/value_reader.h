@@ -1,0 +1,107 @@
+// ValueReader reads the value of one record in parts, for values too large
+// to be read whole: a range of a value, or a value sent on as it is read.
+// It holds the record's blob, so it keeps reading the record it was opened
+// on whatever happens meanwhile: newer records of the key, the blob sealed,
+// the engine closed, the partition dropped and its files removed (the file
+// it opened is read). What a read verifies depends on the record
+// (docs/FORMAT.md §6.4):
+//
+//  - With block checksums (flag 0x04: every value over one block the engine
+//    writes), a read reads and checks the blocks that hold its range: every
+//    byte it returns is verified.
+//  - Without (values of one block or less; larger ones written before block
+//    checksums existed), only the whole value can be checked, by the record
+//    CRC. The reader keeps that CRC running over the bytes it returns in
+//    order from the value's start, and the read that reaches the value's end
+//    checks it. Bytes returned before were unverified when returned: a
+//    caller must not take any of them as good until that read succeeded.
+//
+// Calls of one reader must not overlap (the caller serializes them);
+// different readers may read at once.
+
+#ifndef OYSTER_ENGINE_VALUE_READER_H_
+#define OYSTER_ENGINE_VALUE_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/blob.h"
+#include "engine/index_entry.h"
+#include "engine/version.h"
+#include "util/status.h"
+
+namespace oyster {
+
+class Engine;
+
+class ValueReader {
+ public:
+  ValueReader(const ValueReader&) = delete;
+  ValueReader& operator=(const ValueReader&) = delete;
+
+  // The value's length in bytes.
+  uint64_t size() const { return size_; }
+  const Version& version() const { return version_; }
+
+  // Reads value bytes [pos, pos + n) into dst. OK: dst holds them, verified
+  // as described above (without block checksums, only once a read reached
+  // the end). InvalidArgument when pos + n > size(), dst untouched.
+  // Corruption when a check fails (a block of the range, or the record CRC
+  // as the value's end is reached) or the file ends before the value (cut
+  // under the reader); IOError when the file cannot be read. After a
+  // failure dst holds nothing to rely on and the reader stays usable: a
+  // later read reads again. The engine's corrupt_reads counts a reader's
+  // corruption once however often its reads meet it.
+  //
+  // Cost: with block checksums, the blocks that hold the range (up to a
+  // block more than asked at either end, read into scratch; the rest
+  // straight into dst), with one vectored read. Without, the bytes asked
+  // for, and first those between the last byte returned and pos, read and
+  // taken into the CRC; a read before the bytes returned so far starts
+  // again from the value's start.
+  Status Read(uint64_t pos, size_t n, char* dst);
+
+ private:
+  friend class Engine;
+
+  ValueReader(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry, size_t header_size,
+              const RecordHeader& h, uint32_t crc_prefix);
+
+  // Opens the value of `key` in the record `entry` points at in `blob` (a
+  // value, not a tombstone): reads its header and checks it as
+  // Blob::ReadRecord does, and reads its block checksums if it has them.
+  // Corruption when the header fails its checks or the record is cut
+  // short; with no_wait, WouldBlock where the disk would be read. `engine`
+  // counts the corruption the reader meets later.
+  static Status Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry,
+                     const char* key, size_t key_size, bool no_wait, std::unique_ptr<ValueReader>* reader);
+
+  Status ReadBlocks(uint64_t pos, size_t n, char* dst);
+  Status ReadInOrder(uint64_t pos, size_t n, char* dst);
+  // Reads value bytes [pos, pos + n) as they are; Corruption if the file ends first.
+  Status ReadRaw(uint64_t pos, size_t n, char* dst);
+  // Forgets the bytes returned: the next read starts from the value's start.
+  void Restart();
+  char* scratch();
+
+  const std::weak_ptr<Engine> engine_;  // counts corruption; the reader outlives it
+  const std::shared_ptr<Blob> blob_;
+  const uint64_t record_at_;  // file offsets of the record
+  const uint64_t value_at_;   // and of the value's first byte
+  const uint64_t size_;
+  const Version version_;
+  const bool blocks_;            // the value carries block checksums
+  const uint32_t record_crc_;    // as the header holds it
+  const uint32_t crc_prefix_;    // the record CRC over the header's part
+  std::string block_crcs_;       // blocks_: u32 LE each, as in the file
+
+  uint64_t returned_ = 0;  // without blocks_: value bytes [0, returned_) went into crc_
+  uint32_t crc_;
+  std::unique_ptr<char[]> scratch_;  // two blocks, allocated on first use
+  bool counted_ = false;             // corruption was counted
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_VALUE_READER_H_
