@@ -8,7 +8,9 @@
 #include "addon/cache_wrap.h"
 #include "addon/engine_wrap.h"
 #include "addon/files_wrap.h"
+#include "addon/put_stream_wrap.h"
 #include "addon/tools_wrap.h"
+#include "addon/value_reader_wrap.h"
 #include "engine/format.h"
 #include "engine/index_format.h"
 #include "util/crc32c.h"
@@ -44,6 +46,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     return exports;
   }
   data->engine_ctor() = Napi::Persistent(EngineWrap::Define(env));
+  data->put_stream_ctor() = Napi::Persistent(PutStreamWrap::Define(env));
+  data->value_reader_ctor() = Napi::Persistent(ValueReaderWrap::Define(env));
   Napi::Function cache = CacheWrap::Define(env);
   data->cache_ctor() = Napi::Persistent(cache);
 

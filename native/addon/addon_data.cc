@@ -8,7 +8,7 @@ AddonData* AddonData::Create(Napi::Env env, int threads) {
     delete d;
     return nullptr;
   }
-  d->pool_.reset(new ThreadPool(threads));
+  d->pool_ = std::make_shared<ThreadPool>(threads);
   napi_set_instance_data(env, d, &AddonData::OnEnvFinalize, nullptr);
   return d;
 }
@@ -26,6 +26,8 @@ void AddonData::OnEnvFinalize(napi_env, void* data, void*) {
   auto* d = static_cast<AddonData*>(data);
   d->engine_ctor_.Reset();
   d->cache_ctor_.Reset();
+  d->put_stream_ctor_.Reset();
+  d->value_reader_ctor_.Reset();
   d->Teardown();
   if (d->queue_alive_) d->queue_.Release();
   d->Unref();

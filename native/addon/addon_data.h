@@ -1,5 +1,6 @@
 // Per-environment state of the addon: the I/O thread pool shared by all
-// engines, the completion queue and the Engine and Cache class constructors.
+// engines, the completion queue and the constructors of the classes the
+// addon makes objects of.
 //
 // Two finalizers own it: the environment's (instance data) and the
 // completion queue's thread-safe function's. Node runs them in either order
@@ -23,9 +24,13 @@ class AddonData {
   static AddonData* Create(Napi::Env env, int threads);
 
   ThreadPool* pool() { return pool_.get(); }
+  // For finalizers, which may run after Teardown (at exit): empty by then.
+  std::weak_ptr<ThreadPool> weak_pool() { return pool_; }
   CompletionQueue* queue() { return &queue_; }
   Napi::FunctionReference& engine_ctor() { return engine_ctor_; }
   Napi::FunctionReference& cache_ctor() { return cache_ctor_; }
+  Napi::FunctionReference& put_stream_ctor() { return put_stream_ctor_; }
+  Napi::FunctionReference& value_reader_ctor() { return value_reader_ctor_; }
 
  private:
   AddonData() = default;
@@ -36,10 +41,12 @@ class AddonData {
   void Teardown();
   void Unref();
 
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   CompletionQueue queue_;
   Napi::FunctionReference engine_ctor_;
   Napi::FunctionReference cache_ctor_;
+  Napi::FunctionReference put_stream_ctor_;
+  Napi::FunctionReference value_reader_ctor_;
   bool queue_alive_ = true;
   int owners_ = 2;
 };

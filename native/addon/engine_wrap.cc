@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "addon/cache_wrap.h"
+#include "addon/js_args.h"
 #include "addon/js_records.h"
 #include "addon/js_status.h"
 #include "addon/pool_op.h"
+#include "addon/put_stream_wrap.h"
+#include "addon/value_reader_wrap.h"
 #include "engine/digest.h"
 #include "engine/format.h"
 #include "engine/version.h"
@@ -20,8 +23,6 @@ namespace {
 // Values up to this size are copied when handed over; larger ones are shared
 // with JavaScript without a copy.
 constexpr size_t kCopyThreshold = 64 << 10;
-
-constexpr double kMaxSafeInteger = 9007199254740991.0;
 
 // Whether a read got as far as the newest record, whose version a
 // corruption error then names.
@@ -74,6 +75,32 @@ class WriteOp final : public PoolOp, public WriteRequest {
   std::string copy_;
 };
 
+// Starts a streamed put: the engine's writer reserves the record's space.
+class BeginStreamOp final : public PoolOp, public WriteRequest {
+ public:
+  BeginStreamOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
+                const Version& v, uint64_t size)
+      : PoolOp(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
+    key = key_.data();
+    version = v;
+    value_size = size;
+    streamed = true;
+  }
+
+  void Submit() { engine_->Write(this); }
+
+  void Done(const Status& s) override {
+    status_ = s;
+    data_->queue()->Push(this);
+  }
+
+  Napi::Value Result(Napi::Env env) override { return PutStreamWrap::New(env, data_, std::move(stream)); }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  KeyCopy key_;
+};
+
 Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {
   const char* p = rec->storage.get() + rec->value_offset;
   if (rec->value_size <= kCopyThreshold) return Napi::Buffer<char>::Copy(env, p, rec->value_size);
@@ -94,8 +121,8 @@ Napi::Value LookupsToJs(Napi::Env env, const std::vector<LookupResult>& results)
 }
 
 // Names the damaged record's version on a corruption error.
-void DecorateCorruption(Napi::Env env, const Status& s, const GetResult& r, Napi::Error& e) {
-  if (s.IsCorruption() && Known(r.version)) e.Set("version", VersionToJs(env, r.version));
+void DecorateCorruption(Napi::Env env, const Status& s, const Version& v, Napi::Error& e) {
+  if (s.IsCorruption() && Known(v)) e.Set("version", VersionToJs(env, v));
 }
 
 class GetOp final : public PoolOp {
@@ -107,7 +134,7 @@ class GetOp final : public PoolOp {
 
   Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
 
-  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_, e); }
+  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_.version, e); }
 
  private:
   std::shared_ptr<Engine> engine_;
@@ -126,12 +153,44 @@ class GetNewestOp final : public PoolOp {
 
   Napi::Value Result(Napi::Env env) override { return GetResultToJs(env, &result_); }
 
-  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_, e); }
+  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_.version, e); }
 
  private:
   std::shared_ptr<const EngineSet> set_;
   KeyCopy key_;
   GetResult result_;
+};
+
+// Newest record of a key across the engines of a set, a large value as a
+// reader rather than read.
+class OpenNewestOp final : public PoolOp {
+ public:
+  OpenNewestOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, const char* k,
+               uint64_t whole_up_to)
+      : PoolOp(env, data), set_(std::move(set)), key_(k, set_->key_size()), whole_up_to_(whole_up_to) {}
+
+  void Run() override { status_ = set_->Open(ReadOptions(), key_.data(), whole_up_to_, &result_); }
+
+  Napi::Value Result(Napi::Env env) override {
+    if (!result_.reader) {
+      const bool found = result_.kind == GetResult::kFound;
+      return RecordToJs(env, result_.kind, result_.version, found ? MakeBuffer(env, &result_.record) : Napi::Value());
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("kind", Napi::String::New(env, "found"));
+    o.Set("version", VersionToJs(env, result_.version));
+    o.Set("size", Napi::Number::New(env, static_cast<double>(result_.value_size)));
+    o.Set("reader", ValueReaderWrap::New(env, data_, std::move(result_.reader)));
+    return o;
+  }
+
+  void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_.version, e); }
+
+ private:
+  std::shared_ptr<const EngineSet> set_;
+  KeyCopy key_;
+  const uint64_t whole_up_to_;
+  OpenResult result_;
 };
 
 // Newest version (without value) of each key across the engines of a set.
@@ -319,25 +378,6 @@ bool IntegerOption(Napi::Object opts, const char* name, double max, uint64_t* ou
   return true;
 }
 
-// Argument i as an integer in 0..max (`range` spells it out for the error);
-// throws and returns false otherwise.
-bool IntegerArg(const Napi::CallbackInfo& info, size_t i, const char* name, double max, const char* range,
-                uint64_t* out) {
-  Napi::Env env = info.Env();
-  double d;
-  // One call: fails for anything but a number.
-  if (napi_get_value_double(env, info[i], &d) != napi_ok) {
-    Napi::TypeError::New(env, std::string(name) + " must be a number").ThrowAsJavaScriptException();
-    return false;
-  }
-  if (!(d >= 0) || d > max || std::floor(d) != d) {
-    Napi::RangeError::New(env, std::string(name) + " must be an integer in " + range).ThrowAsJavaScriptException();
-    return false;
-  }
-  *out = static_cast<uint64_t>(d);
-  return true;
-}
-
 // The version passed as arguments i, i+1, i+2 (timestamp, tick, node).
 bool VersionArgs(const Napi::CallbackInfo& info, size_t i, Version* v) {
   uint64_t timestamp, tick, node;
@@ -348,10 +388,6 @@ bool VersionArgs(const Napi::CallbackInfo& info, size_t i, Version* v) {
   }
   *v = Version::Of(timestamp, tick, static_cast<uint32_t>(node));
   return true;
-}
-
-bool IsBytes(Napi::Value v) {
-  return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array;
 }
 
 // Concatenates an array of k-byte keys; throws and returns false if it is not one.
@@ -382,6 +418,7 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                      {
                          InstanceMethod<&EngineWrap::Put>("put"),
                          InstanceMethod<&EngineWrap::Delete>("delete"),
+                         InstanceMethod<&EngineWrap::BeginStream>("beginStream"),
                          InstanceMethod<&EngineWrap::Get>("get"),
                          InstanceMethod<&EngineWrap::Exists>("exists"),
                          InstanceMethod<&EngineWrap::RecordsCount>("recordsCount"),
@@ -485,6 +522,7 @@ Napi::Function EngineSetWrap::Define(Napi::Env env) {
   return DefineClass(env, "EngineSet",
                      {
                          InstanceMethod<&EngineSetWrap::GetNewest>("getNewest"),
+                         InstanceMethod<&EngineSetWrap::OpenNewest>("openNewest"),
                          InstanceMethod<&EngineSetWrap::ReadNewestNow>("readNewestNow"),
                          InstanceMethod<&EngineSetWrap::LookupNewest>("lookupNewest"),
                          InstanceMethod<&EngineSetWrap::LookupNewestNow>("lookupNewestNow"),
@@ -536,6 +574,15 @@ Napi::Value EngineSetWrap::GetNewest(const Napi::CallbackInfo& info) {
   const char* key = KeyArg(info);
   if (key == nullptr) return info.Env().Undefined();
   return StartOp<GetNewestOp>(info.Env(), set_, key);
+}
+
+Napi::Value EngineSetWrap::OpenNewest(const Napi::CallbackInfo& info) {
+  const char* key = KeyArg(info);
+  uint64_t whole_up_to;
+  if (key == nullptr || !IntegerArg(info, 1, "wholeUpTo", kMaxSafeInteger, "0..2^53-1", &whole_up_to)) {
+    return info.Env().Undefined();
+  }
+  return StartOp<OpenNewestOp>(info.Env(), set_, key, whole_up_to);
 }
 
 Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
@@ -659,6 +706,21 @@ Napi::Value EngineWrap::Delete(const Napi::CallbackInfo& info) {
   Version v;
   if (key == nullptr || !VersionArgs(info, 1, &v)) return env.Undefined();
   auto* op = new WriteOp(env, data(env), engine_, key, v, true);
+  Napi::Promise p = op->promise();
+  op->Submit();
+  return p;
+}
+
+Napi::Value EngineWrap::BeginStream(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* key = KeyArg(info, 0);
+  Version v;
+  uint64_t size;
+  if (key == nullptr || !VersionArgs(info, 1, &v) ||
+      !IntegerArg(info, 4, "size", kMaxSafeInteger, "0..2^53-1", &size)) {
+    return env.Undefined();
+  }
+  auto* op = new BeginStreamOp(env, data(env), engine_, key, v, size);
   Napi::Promise p = op->promise();
   op->Submit();
   return p;

@@ -26,6 +26,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   static Napi::Value Open(const Napi::CallbackInfo& info);
   // put(key, timestamp, tick, node, value), delete(key, timestamp, tick, node)
   //   -> Promise<void>; the version is passed positionally, not as an object.
+  // beginStream(key, timestamp, tick, node, size) -> Promise<PutStream>
+  //   (addon/put_stream_wrap.h): a streamed put of size bytes.
   // get(key) -> Promise<StoredRecord | null>
   // exists(keys) -> Promise<Array<KeyState | null>>
   explicit EngineWrap(const Napi::CallbackInfo& info);
@@ -35,6 +37,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
  private:
   Napi::Value Put(const Napi::CallbackInfo& info);
   Napi::Value Delete(const Napi::CallbackInfo& info);
+  Napi::Value BeginStream(const Napi::CallbackInfo& info);
   Napi::Value Get(const Napi::CallbackInfo& info);
   Napi::Value Exists(const Napi::CallbackInfo& info);
   Napi::Value RecordsCount(const Napi::CallbackInfo& info);
@@ -63,6 +66,10 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   // getNewest(key) -> Promise<StoredRecord | null>: the newest record across
   // the engines; full ties go to the earlier engine.
   Napi::Value GetNewest(const Napi::CallbackInfo& info);
+  // openNewest(key, wholeUpTo) -> Promise<StoredRecord | { kind: 'found',
+  // version, size, reader } | null>: EngineSet::Open, a value of more than
+  // wholeUpTo bytes as a ValueReader (addon/value_reader_wrap.h).
+  Napi::Value OpenNewest(const Napi::CallbackInfo& info);
   // readNewestNow(key) -> number | undefined: getNewest answered at once from
   // memory and the page cache: -1 no record, -2 a tombstone, else the value's
   // length, the value at the start of `into`; meta is [timestamp, tick, node].

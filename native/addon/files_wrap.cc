@@ -1,20 +1,18 @@
 #include "addon/files_wrap.h"
 
-#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "addon/addon_data.h"
+#include "addon/js_args.h"
 #include "addon/pool_op.h"
 #include "util/file_system.h"
 #include "util/uncached_io.h"
 
 namespace oyster {
 namespace {
-
-constexpr double kMaxSafeInteger = 9007199254740991.0;
 
 // One file operation: its Status-returning work on the pool, its promise
 // settled on the JavaScript thread (addon/pool_op.h).
@@ -137,33 +135,8 @@ bool PathArg(const Napi::CallbackInfo& info, size_t i, const char* name, std::st
   return true;
 }
 
-// Argument i as an integer in 0..max (`range` spells it out for the error);
-// throws and returns false otherwise.
-bool IntegerArg(const Napi::CallbackInfo& info, size_t i, const char* name, double max, const char* range,
-                uint64_t* out) {
-  Napi::Env env = info.Env();
-  if (!info[i].IsNumber()) {
-    Napi::TypeError::New(env, std::string(name) + " must be a number").ThrowAsJavaScriptException();
-    return false;
-  }
-  double d = info[i].As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d > max || std::floor(d) != d) {
-    Napi::RangeError::New(env, std::string(name) + " must be an integer in " + range).ThrowAsJavaScriptException();
-    return false;
-  }
-  *out = static_cast<uint64_t>(d);
-  return true;
-}
-
 Napi::Value Call(Napi::Env env, std::function<Status()> call) {
   return (new CallOp(env, std::move(call)))->Start();
-}
-
-// Argument i as a Buffer (a Uint8Array); throws and returns false otherwise.
-bool BufferArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
-  if (info[i].IsTypedArray() && info[i].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) return true;
-  Napi::TypeError::New(info.Env(), std::string(name) + " must be a Buffer").ThrowAsJavaScriptException();
-  return false;
 }
 
 Napi::Value Read(const Napi::CallbackInfo& info) {

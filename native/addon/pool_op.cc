@@ -8,8 +8,8 @@ PoolOp::PoolOp(Napi::Env env, AddonData* data) : deferred_(Napi::Promise::Deferr
   data_->queue()->Begin();
 }
 
-void PoolOp::Schedule() {
-  data_->pool()->Schedule([this] {
+void PoolOp::ScheduleOn(Executor* executor) {
+  executor->Schedule([this] {
     Run();
     data_->queue()->Push(this);
   });

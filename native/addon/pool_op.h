@@ -11,6 +11,7 @@
 
 #include "addon/addon_data.h"
 #include "addon/completion_queue.h"
+#include "util/thread_pool.h"
 #include "util/status.h"
 
 namespace oyster {
@@ -21,7 +22,9 @@ class PoolOp : public Completion {
 
   // Runs Run() on the pool, then Complete() on the JavaScript thread; the
   // completion queue deletes the op after that.
-  void Schedule();
+  void Schedule() { ScheduleOn(data_->pool()); }
+  // The same on an executor of the pool's threads (a Strand).
+  void ScheduleOn(Executor* executor);
 
   void Complete(napi_env raw) override;
 

@@ -3,7 +3,17 @@
 // Records are ordered by src/model/version.ts (compareRecords): the engine
 // applies the same rule when it chooses among the records of a key.
 import { KeyState, StoredRecord, Version } from '../model/version';
-import { native, NativeCache, NativeEngine, NativeEngineSet, NativeOpenOptions, NativeRecovery, NativeStats } from './native';
+import {
+  native,
+  NativeCache,
+  NativeEngine,
+  NativeEngineSet,
+  NativeOpenOptions,
+  NativePutStream,
+  NativeRecovery,
+  NativeStats,
+  NativeValueReader,
+} from './native';
 
 export type EngineOptions = NativeOpenOptions;
 export type IndexBlockCache = NativeCache;
@@ -63,6 +73,69 @@ function settle<T>(fn: () => Promise<T>): Promise<T> {
     return fn();
   } catch (err) {
     return Promise.reject(err);
+  }
+}
+
+/**
+ * A put whose value arrives in pieces (Engine.beginStream): nothing of it is
+ * readable until finish resolves, and a stream aborted, failed or dropped
+ * unfinished leaves nothing readable (native/engine/put_stream.h).
+ */
+export interface PutStream {
+  /**
+   * Appends the pieces in order, with one write; they must stay unchanged
+   * until it settles. Calls take effect in the order they are made, even
+   * without waiting for each other. A failure (more bytes than announced:
+   * OYSTER_INVALID_ARGUMENT; an I/O error) aborts the stream.
+   */
+  append(pieces: Buffer[]): Promise<void>;
+  /** Publishes the record once every announced byte is in (OYSTER_INVALID_ARGUMENT if not); resolves once it is durable per the sync policy and readable. */
+  finish(): Promise<void>;
+  /** Gives the stream up, after the calls made before; idempotent, a no-op after finish resolved. */
+  abort(): Promise<void>;
+}
+
+/**
+ * A stored value read in parts (EngineSet.openNewest), for values too large
+ * to be read whole. A value over 64 KiB written by this engine carries block
+ * checksums and every read is verified; one without has only its record
+ * CRC, checked by the read that reaches its end, so bytes read before are
+ * unverified until that read resolved (docs/FORMAT.md §6.4).
+ */
+export interface ValueReader {
+  readonly size: number;
+  /** Value bytes [offset, offset + target.length) into target; rejects with OYSTER_CORRUPTION (err.version set) when a checked part fails. One read at a time is served, in the order asked. */
+  read(offset: number, target: Buffer): Promise<void>;
+  /** Releases the record's file; later reads reject with OYSTER_CLOSED. Idempotent. */
+  close(): void;
+}
+
+/** A value EngineSet.openNewest left to be read in parts. */
+export type OpenedValue = { kind: 'found'; version: Version; size: number; reader: ValueReader };
+
+class EnginePutStream implements PutStream {
+  constructor(private readonly handle: NativePutStream) {}
+  append(pieces: Buffer[]): Promise<void> {
+    return settle(() => this.handle.append(pieces));
+  }
+  finish(): Promise<void> {
+    return settle(() => this.handle.finish());
+  }
+  abort(): Promise<void> {
+    return settle(() => this.handle.abort());
+  }
+}
+
+class EngineValueReader implements ValueReader {
+  constructor(private readonly handle: NativeValueReader) {}
+  get size(): number {
+    return this.handle.size;
+  }
+  read(offset: number, target: Buffer): Promise<void> {
+    return settle(() => this.handle.read(offset, target));
+  }
+  close(): void {
+    this.handle.close();
   }
 }
 
@@ -132,6 +205,15 @@ export class Engine {
     return settle(() => this.handle.delete(key, version.timestamp, version.tick, version.node));
   }
 
+  /**
+   * Starts a put of `size` bytes of value for key at `version`, whose value
+   * comes in pieces (PutStream); puts go on meanwhile. Resolves once the
+   * record's space is reserved.
+   */
+  async beginStream(key: Buffer, version: Version, size: number): Promise<PutStream> {
+    return new EnginePutStream(await settle(() => this.handle.beginStream(key, version.timestamp, version.tick, version.node, size)));
+  }
+
   /** The newest record of key. Rejects with OYSTER_CORRUPTION if that record fails its checksum. */
   get(key: Buffer): Promise<StoredRecord | null> {
     return settle(() => this.handle.get(key));
@@ -191,6 +273,19 @@ export class EngineSet {
   /** The newest record of key, in one trip to the engine threads. */
   getNewest(key: Buffer): Promise<StoredRecord | null> {
     return this.handle === null ? Promise.resolve(null) : settle(() => this.handle!.getNewest(key));
+  }
+
+  /**
+   * As getNewest, but a value of more than wholeUpTo bytes is not read: it
+   * comes as a ValueReader to be read in parts (and closed). Rejects with
+   * OYSTER_CORRUPTION (err.version set) if the newest record's header fails
+   * its checks.
+   */
+  async openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | OpenedValue | null> {
+    if (this.handle === null) return null;
+    const r = await settle(() => this.handle!.openNewest(key, wholeUpTo));
+    if (r === null || !('reader' in r)) return r;
+    return { kind: 'found', version: r.version, size: r.size, reader: new EngineValueReader(r.reader) };
   }
 
   /**

@@ -1,7 +1,7 @@
 // Loads the native addon built by cmake-js (build/Release/oyster.node) and
 // describes its interface. Everything else uses ./engine, not this module.
 import path from 'node:path';
-import { KeyState, StoredRecord } from '../model/version';
+import { KeyState, StoredRecord, Version } from '../model/version';
 
 export interface NativeOpenOptions {
   keySize?: number;
@@ -51,10 +51,30 @@ export interface NativeStats {
   writeError: string | null;
 }
 
+/** A streamed put (native/engine/put_stream.h): a value written piece by piece, published whole. */
+export interface NativePutStream {
+  /** Appends the pieces in order (one vectored write); the buffers must stay unchanged until it settles. Rejects (OYSTER_INVALID_ARGUMENT if more than the announced size, OYSTER_IO_ERROR ...) — the stream is then aborted. */
+  append(pieces: Buffer[]): Promise<void>;
+  /** Publishes the record once all `size` bytes are in (rejects with OYSTER_INVALID_ARGUMENT if fewer); resolves when it is durable per the sync policy and visible to reads. */
+  finish(): Promise<void>;
+  /** Gives the stream up: nothing becomes readable. May be called at any time, also while an append is in flight (takes effect after it); idempotent; a no-op after finish resolved. */
+  abort(): Promise<void>;
+}
+
+/** A reader of one stored value in parts (native/engine/value_reader.h). */
+export interface NativeValueReader {
+  readonly size: number;
+  /** Value bytes [offset, offset + target.length) into target, verified as ValueReader does; rejects with OYSTER_CORRUPTION (err.version set) when a checked part fails. */
+  read(offset: number, target: Buffer): Promise<void>;
+  /** Releases the record's blob; later reads reject. Idempotent. A reader dropped without close is released when collected. */
+  close(): void;
+}
+
 export interface NativeEngine {
   /** The version is passed positionally: no object for the addon to take apart. */
   put(key: Buffer, timestamp: number, tick: number, node: number, value: Buffer): Promise<void>;
   delete(key: Buffer, timestamp: number, tick: number, node: number): Promise<void>;
+  beginStream(key: Buffer, timestamp: number, tick: number, node: number, size: number): Promise<NativePutStream>;
   get(key: Buffer): Promise<StoredRecord | null>;
   exists(keys: Buffer[]): Promise<Array<KeyState | null>>;
   recordsCount(): Promise<number>;
@@ -67,6 +87,8 @@ export interface NativeEngine {
 /** The engines of one vdisk read as one (native/engine/engine_set.h). */
 export interface NativeEngineSet {
   getNewest(key: Buffer): Promise<StoredRecord | null>;
+  /** As getNewest, but a value larger than wholeUpTo bytes comes as a reader instead of being read. */
+  openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | { kind: 'found'; version: Version; size: number; reader: NativeValueReader } | null>;
   /**
    * getNewest without waiting: the value's length (value at the start of
    * `into`), -1 no record, -2 tombstone, undefined if it would wait; meta =

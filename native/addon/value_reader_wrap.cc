@@ -1,0 +1,81 @@
+#include "addon/value_reader_wrap.h"
+
+#include "addon/js_args.h"
+#include "addon/js_records.h"
+#include "addon/js_status.h"
+#include "addon/pool_op.h"
+
+namespace oyster {
+namespace {
+
+class ReadOp final : public PoolOp {
+ public:
+  ReadOp(Napi::Env env, std::shared_ptr<ValueReader> reader, uint64_t offset, Napi::Uint8Array target)
+      : PoolOp(env, env.GetInstanceData<AddonData>()),
+        reader_(std::move(reader)),
+        offset_(offset),
+        dst_(reinterpret_cast<char*>(target.Data())),
+        n_(target.ByteLength()) {
+    Hold(env, target);
+  }
+
+  void Run() override { status_ = reader_->Read(offset_, n_, dst_); }
+
+  void Decorate(Napi::Env env, Napi::Error& e) override {
+    if (status_.IsCorruption()) e.Set("version", VersionToJs(env, reader_->version()));
+  }
+
+ private:
+  const std::shared_ptr<ValueReader> reader_;
+  const uint64_t offset_;
+  char* const dst_;
+  const size_t n_;
+};
+
+}  // namespace
+
+Napi::Function ValueReaderWrap::Define(Napi::Env env) {
+  return DefineClass(env, "ValueReader",
+                     {
+                         InstanceAccessor<&ValueReaderWrap::Size>("size"),
+                         InstanceMethod<&ValueReaderWrap::Read>("read"),
+                         InstanceMethod<&ValueReaderWrap::Close>("close"),
+                     });
+}
+
+Napi::Object ValueReaderWrap::New(Napi::Env env, AddonData* data, std::unique_ptr<ValueReader> reader) {
+  Napi::Object o = data->value_reader_ctor().New({});
+  ValueReaderWrap* w = Unwrap(o);
+  w->size_ = static_cast<double>(reader->size());
+  w->reader_ = std::move(reader);
+  w->strand_ = std::make_shared<Strand>(data->pool());
+  return o;
+}
+
+ValueReaderWrap::ValueReaderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ValueReaderWrap>(info) {}
+
+Napi::Value ValueReaderWrap::Size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), size_); }
+
+Napi::Value ValueReaderWrap::Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint64_t offset;
+  if (!IntegerArg(info, 0, "offset", kMaxSafeInteger, "0..2^53-1", &offset) || !BufferArg(info, 1, "target")) {
+    return env.Undefined();
+  }
+  if (!reader_) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Reject(StatusToError(env, Status::Closed("the value reader is closed")).Value());
+    return d.Promise();
+  }
+  auto* op = new ReadOp(env, reader_, offset, info[1].As<Napi::Uint8Array>());
+  Napi::Promise p = op->promise();
+  op->ScheduleOn(strand_.get());
+  return p;
+}
+
+Napi::Value ValueReaderWrap::Close(const Napi::CallbackInfo& info) {
+  reader_.reset();
+  return info.Env().Undefined();
+}
+
+}  // namespace oyster
