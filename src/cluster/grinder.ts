@@ -25,7 +25,8 @@ import { errors, isOysterError, OysterError } from '../model/errors';
 import { groupByVdisk, keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
-import { compareRecords, KeyState, StoredRecord, StoredValue, Version } from '../model/version';
+import { compareRecords, KeyState, StoredRecord, StoredTombstone, StoredValue, Version } from '../model/version';
+import { IncomingValue, isIncoming, OpenedValue } from '../model/value';
 import { DataApi } from '../model/data-api';
 import { MaybePromise } from '../model/maybe-promise';
 import { NodeStore } from '../store/node-store';
@@ -84,10 +85,19 @@ export class Grinder implements DataApi {
 
   // ------------------------------------------------------------------- PUT
 
-  async put(key: Buffer, value: Buffer, timestamp?: number): Promise<Version> {
-    const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
+  async put(key: Buffer, incoming: Buffer | IncomingValue, timestamp?: number): Promise<Version> {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
+    const self = this.topology.self.name;
+    // A value that arrives in pieces is written as it comes where this node
+    // holds every replica; peers take whole values (bob's Put).
+    if (isIncoming(incoming) && targets.length === 1 && targets[0] === self) {
+      const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
+      await this.parts.local.putIncoming(key, version, incoming);
+      return version;
+    }
+    const value = isIncoming(incoming) ? await incoming.whole() : incoming;
+    const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
     const quorum = this.parts.quorum;
     const failed: string[] = [];
     // Replicas that refused the write for want of space get no alien copies:
@@ -194,7 +204,9 @@ export class Grinder implements DataApi {
 
   // ------------------------------------------------------------------- GET
 
-  get(key: Buffer): MaybePromise<StoredValue | null> {
+  get(key: Buffer): MaybePromise<StoredValue | null>;
+  get(key: Buffer, open: boolean): MaybePromise<StoredValue | OpenedValue | null>;
+  get(key: Buffer, open = false): MaybePromise<StoredValue | OpenedValue | null> {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
     const localAliens = this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk);
@@ -202,19 +214,20 @@ export class Grinder implements DataApi {
     // holds is the answer, unless it holds nothing (alien copies elsewhere
     // are asked below, with this answer in hand).
     if (targets.length === 1 && targets[0] === this.topology.self.name && !localAliens) {
-      const own = this.parts.local.get(key, 'normal');
+      const own = this.parts.local.get(key, 'normal', open);
       if (!(own instanceof Promise)) return own !== null ? this.answer(own) : this.gather(key, vdisk, targets, localAliens, Promise.resolve(own));
-      // A failed read is asked again below, with the other places.
-      const again = () => this.gather(key, vdisk, targets, localAliens, own);
+      // A failed read is asked again below, with the other places (an
+      // answer that reaches gather is null or a failure: nothing opened).
+      const again = () => this.gather(key, vdisk, targets, localAliens, own as Promise<StoredRecord | null>);
       return own.then((r) => (r !== null ? this.answer(r) : again()), again);
     }
     return this.gather(key, vdisk, targets, localAliens, null);
   }
 
   /** The newest record in hand is the answer: the clock follows it. */
-  private answer(record: StoredRecord): StoredValue | null {
+  private answer<R extends StoredRecord | OpenedValue>(record: R): Exclude<R, StoredTombstone> | null {
     this.clock.observe(record.version);
-    return record.kind === 'found' ? record : null;
+    return record.kind === 'found' ? (record as Exclude<R, StoredTombstone>) : null;
   }
 
   /** get() over the replicas and alien copies; `own` is this node's answer when it was asked already. */

@@ -125,7 +125,12 @@ const MIB = 1024 * 1024;
 const U16_MAX = 65_535;
 const U32_MAX = 2 ** 32 - 1;
 
-export const DEFAULT_HTTP_MAX_BODY_SIZE = 100 * MIB;
+// Values of known length are written as they arrive, so this bounds what a
+// value may be, not memory (http_body_memory_limit does).
+export const DEFAULT_HTTP_MAX_BODY_SIZE = 1024 * MIB;
+// The largest value a record holds when written in parts, its block
+// checksums included in 4 GiB - 1 (docs/FORMAT.md §3.2).
+const MAX_VALUE_SIZE = 0xffffffff - 4 * 65536;
 export const DEFAULT_HTTP_BODY_MEMORY_LIMIT = 256 * MIB;
 export const DEFAULT_HTTP_MAX_CONNECTIONS = 2048;
 export const DEFAULT_HTTP_HEADERS_TIMEOUT = 60 * SECOND;
@@ -225,7 +230,10 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
             : `unknown authentication type "${v}", expected None or Basic`,
     }) as AuthenticationType,
     hostnameResolvePeriodMs: root.integer('hostname_resolve_period_ms', { default: 5000 }),
-    httpMaxBodySize: root.size('http_max_body_size', { default: DEFAULT_HTTP_MAX_BODY_SIZE, check: positive }),
+    httpMaxBodySize: root.size('http_max_body_size', {
+      default: DEFAULT_HTTP_MAX_BODY_SIZE,
+      check: (v) => positive(v) ?? (v <= MAX_VALUE_SIZE ? undefined : `must be at most ${MAX_VALUE_SIZE} bytes, the largest value the engine stores`),
+    }),
     httpBodyMemoryLimit: root.size('http_body_memory_limit', { default: DEFAULT_HTTP_BODY_MEMORY_LIMIT, check: positive }),
     httpMaxConnections: root.integer('http_max_connections', { default: DEFAULT_HTTP_MAX_CONNECTIONS, min: 1 }),
     httpHeadersTimeout: root.duration('http_headers_timeout', { default: DEFAULT_HTTP_HEADERS_TIMEOUT, check: positive }),

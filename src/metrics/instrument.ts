@@ -7,6 +7,7 @@ import { StorageObserver } from '../store/vdisk';
 import { DataApi } from '../model/data-api';
 import { MaybePromise } from '../model/maybe-promise';
 import { StoredValue } from '../model/version';
+import { OpenedValue } from '../model/value';
 import { NodeApi } from '../model/node-api';
 import { secondsSince } from './hot';
 import { Interface, NodeMetrics, Outcome, RequestPath } from './registry';
@@ -56,7 +57,7 @@ function recordedGet(api: DataApi, m: NodeMetrics, iface: Interface): DataApi['g
   const duration = m.requestDuration.child(iface, 'get', 'coordinated');
   const ok = m.requests.child(iface, 'get', 'coordinated', 'ok');
   const notFound = m.requests.child(iface, 'get', 'coordinated', 'not_found');
-  const answered = (start: number, v: StoredValue | null): StoredValue | null => {
+  const answered = <V extends StoredValue | OpenedValue>(start: number, v: V | null): V | null => {
     (v === null ? notFound : ok).inc();
     duration.observe(secondsSince(start));
     return v;
@@ -66,15 +67,15 @@ function recordedGet(api: DataApi, m: NodeMetrics, iface: Interface): DataApi['g
     duration.observe(secondsSince(start));
     throw err;
   };
-  return (key) => {
+  return ((key: Buffer, open: boolean = false) => {
     const start = performance.now();
-    const v = api.get(key);
+    const v = api.get(key, open);
     if (!(v instanceof Promise)) return answered(start, v);
     return v.then(
       (r) => answered(start, r),
       (err: unknown) => failed(start, err),
     );
-  };
+  }) as DataApi['get'];
 }
 
 /** Coordinated requests arriving over `iface`. */

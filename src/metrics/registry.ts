@@ -242,12 +242,12 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
     }),
     restBodyBytes: new Gauge({
       name: 'oyster_rest_body_bytes',
-      help: 'Bytes of REST request bodies of 64 KiB and more held in memory now, against node.yaml http_body_memory_limit',
+      help: 'Bytes of values in flight over REST held in memory now (bodies of 64 KiB and more, answers of large values), against node.yaml http_body_memory_limit',
       registers,
     }),
     restBodyRefused: new Counter({
       name: 'oyster_rest_body_refused_total',
-      help: 'REST request bodies refused with 503 because http_body_memory_limit had no room for them within 5 s',
+      help: 'REST requests refused with 503 because http_body_memory_limit had no room for their value within 5 s',
       registers,
     }),
     tlsCertExpiry: new Gauge({

@@ -246,8 +246,9 @@ export class OysterNode {
       {
         address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
         credentials: this.tls && node.tls?.grpc ? grpcServerCredentials(this.tls) : undefined,
-        // The REST body limit bounds values on gRPC too; 64 KiB covers key, meta and options.
-        maxMessageBytes: Math.min(2 ** 31 - 1, node.httpMaxBodySize + 65536),
+        // A gRPC value is held whole: bounded by the REST body limit and by the
+        // memory of bodies in flight; 64 KiB covers key, meta and options.
+        maxMessageBytes: Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536),
       },
     );
     this.grpc = grpcServer;

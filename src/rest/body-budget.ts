@@ -1,13 +1,14 @@
-// BodyBudget bounds the memory request bodies take, across connections
-// (node.yaml http_body_memory_limit). A body of SMALL_BODY bytes or more
-// holds its bytes of the budget from its first byte until its response is
-// done; one that does not fit waits, in order of arrival, and is refused
-// with 503 and Retry-After if it still does not fit after MAX_WAIT_MS, its
-// bytes unread. A body alone may take more than the budget (a limit below
-// http_max_body_size would otherwise refuse it forever), so the bound is
-// the larger of the two. Smaller bodies are not counted: they are bounded
-// by http_max_connections, and they keep the node usable while large
-// uploads wait.
+// BodyBudget bounds the memory values in flight take over REST, across
+// connections (node.yaml http_body_memory_limit): a body of SMALL_BODY bytes
+// or more held whole holds its bytes, one written as it arrives two windows
+// (middleware/streamed-body.ts), a large value being sent its two buffers
+// (http/opened-value.ts) — from the first byte until the response is done.
+// What does not fit waits, in order of arrival, and is refused with 503 and
+// Retry-After if it still does not fit after MAX_WAIT_MS, unread. Nothing
+// larger than the budget is ever held whole (StreamedBody.whole refuses it),
+// so the budget is the bound. Smaller bodies are not counted: they are
+// bounded by http_max_connections, and they keep the node usable while
+// large uploads wait.
 
 /** Bodies below this many bytes take no budget. */
 export const SMALL_BODY = 64 * 1024;

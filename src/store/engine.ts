@@ -3,6 +3,7 @@
 // Records are ordered by src/model/version.ts (compareRecords): the engine
 // applies the same rule when it chooses among the records of a key.
 import { KeyState, StoredRecord, Version } from '../model/version';
+import { OpenedValue, ValueReader } from '../model/value';
 import {
   native,
   NativeCache,
@@ -95,24 +96,12 @@ export interface PutStream {
   abort(): Promise<void>;
 }
 
-/**
- * A stored value read in parts (EngineSet.openNewest), for values too large
- * to be read whole. A value over 64 KiB written by this engine carries block
- * checksums and every read is verified; one without has only its record
- * CRC, checked by the read that reaches its end, so bytes read before are
- * unverified until that read resolved (docs/FORMAT.md §6.4).
- */
-export interface ValueReader {
-  readonly size: number;
-  /** Value bytes [offset, offset + target.length) into target; rejects with OYSTER_CORRUPTION (err.version set) when a checked part fails. One read at a time is served, in the order asked. */
-  read(offset: number, target: Buffer): Promise<void>;
-  /** Releases the record's file; later reads reject with OYSTER_CLOSED. Idempotent. */
-  close(): void;
-}
-
-/** A value EngineSet.openNewest left to be read in parts. */
-export type OpenedValue = { kind: 'found'; version: Version; size: number; reader: ValueReader };
-
+// A stored value read in parts (EngineSet.openNewest), for values too large
+// to be read whole: a value over 64 KiB written by this engine carries
+// block checksums and every read is verified; one without has only its
+// record CRC, checked by the read that reaches its end (docs/FORMAT.md §6.4).
+// Reads of one reader are served one at a time, in the order asked; close
+// releases the record's file (later reads reject with OYSTER_CLOSED).
 class EnginePutStream implements PutStream {
   constructor(private readonly handle: NativePutStream) {}
   append(pieces: Buffer[]): Promise<void> {

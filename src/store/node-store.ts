@@ -9,6 +9,7 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { errors, isOysterError, OysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
+import { IncomingValue, isOpened, OpenedValue } from '../model/value';
 import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
 import { compareRecords, KeyState, StoredRecord, Version } from '../model/version';
@@ -130,17 +131,53 @@ export class NodeStore implements NodeApi {
     return this.putAliens(key, version, value, remoteNodes);
   }
 
-  get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null> {
+  /**
+   * A value whose size is known before its bytes, written into every local
+   * replica as it comes (Vdisk.beginStream) when all of them are in service
+   * and take writes; otherwise put() of the whole value, which may fall back
+   * to an alien copy. A replica that fails mid-value fails the write (the
+   * bytes that passed are not kept to be written elsewhere): every stream is
+   * aborted, nothing becomes readable, and the caller gets the error.
+   */
+  async putIncoming(key: Buffer, version: Version, value: IncomingValue): Promise<void> {
+    this.clock.observe(version);
+    const vdisk = this.vdiskOf(key);
+    const local = this.localReplicas(vdisk);
+    if (local.length === 0 || !local.every((r) => r.disk.isReady && r.disk.writable)) {
+      return this.putReplicas(vdisk, key, version, await value.whole());
+    }
+    const begun = await Promise.allSettled(local.map((r) => r.write((v) => v.beginStream(key, version, value.size))));
+    const streams = begun.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []));
+    try {
+      for (const b of begun) if (b.status === 'rejected') throw b.reason;
+      for (let pieces = await value.next(); pieces !== null; pieces = await value.next()) {
+        const batch = pieces;
+        await Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(batch))));
+      }
+      await Promise.all(streams.map((s, i) => local[i].disk.use(() => s.finish())));
+    } catch (err) {
+      value.cancel();
+      await Promise.all(streams.map((s) => s.abort().catch(() => undefined)));
+      throw err;
+    }
+  }
+
+  get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
+  get(key: Buffer, source: GetSource, open: boolean): MaybePromise<StoredRecord | OpenedValue | null>;
+  get(key: Buffer, source: GetSource, open = false): MaybePromise<StoredRecord | OpenedValue | null> {
     let places: readonly Place[];
     try {
       places = this.places(this.vdiskOf(key), source);
     } catch (err) {
       return Promise.reject(err);
     }
-    if (places.length === 1) return places[0].run((g) => g.get(key));
-    return Promise.allSettled(places.map((p) => p.run((g) => g.get(key)))).then((settled) =>
-      newestAnswer(settled, places, (r: StoredRecord | null) => r),
-    );
+    if (places.length === 1) return places[0].run((g) => g.get(key, open));
+    return Promise.allSettled(places.map((p) => p.run((g) => g.get(key, open)))).then((settled) => {
+      const best = newestAnswer(settled, places, (r: StoredRecord | OpenedValue | null) => r);
+      // The values opened elsewhere are not read.
+      for (const s of settled) if (s.status === 'fulfilled' && s.value !== best && isOpened(s.value)) s.value.reader.close();
+      return best;
+    });
   }
 
   async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {

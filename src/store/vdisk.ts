@@ -9,7 +9,8 @@ import { VersionClock } from '../model/clock';
 import { errors, isOysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
-import { isEngineError, EngineErrorCode, EngineSet, SnapshotEntry } from './engine';
+import { isOpened, OpenedValue } from '../model/value';
+import { isEngineError, EngineErrorCode, EngineSet, PutStream, SnapshotEntry } from './engine';
 import { PartitionList, PartitionListOptions } from './partition-list';
 import { RecordCache, RecordShelf } from './record-cache';
 
@@ -30,6 +31,10 @@ export interface VdiskOptions extends PartitionListOptions {
 }
 
 type State = 'stopped' | 'running' | 'remounting';
+
+// With `open`, values up to this size are still read whole: below it a read
+// in parts costs more than it saves.
+const WHOLE_UP_TO = 64 * 1024;
 
 export class Vdisk {
   readonly partitions: PartitionList;
@@ -151,11 +156,67 @@ export class Vdisk {
   }
 
   /**
+   * Starts a put whose value of `size` bytes comes in pieces (PutStream):
+   * written as it comes into the partition of the version's timestamp,
+   * readable once finished. Not an operation in flight for stop and remount:
+   * closing the partition aborts the stream, whose next call then fails.
+   */
+  async beginStream(key: Buffer, version: Version, size: number): Promise<PutStream> {
+    this.enter();
+    this.forget(key);
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    let stream: PutStream;
+    try {
+      const p = this.partitions.writableFor(version.timestamp) ?? (await this.partitions.partitionFor(version.timestamp));
+      // The partition counts the stream as a write until it ends: it is sealed only after.
+      stream = await new Promise<PutStream>((resolve, reject) => {
+        void p.write((e) =>
+          e.beginStream(key, version, size).then(
+            (s) => (resolve(s), end),
+            (err: unknown) => reject(err),
+          ),
+        );
+      });
+    } catch (err) {
+      this.forget(key);
+      ended();
+      throw this.failure('put', err);
+    } finally {
+      this.leave();
+    }
+    const over = () => {
+      this.forget(key);
+      ended();
+    };
+    return {
+      append: (pieces) => stream.append(pieces).catch((err: unknown) => Promise.reject(this.failure('put', err))),
+      finish: () =>
+        stream.finish().then(
+          () => {
+            this.raise(version);
+            this.options.observer?.engine('put', 'ok', size);
+            over();
+          },
+          (err: unknown) => {
+            over();
+            throw this.failure('put', err);
+          },
+        ),
+      abort: () => stream.abort().finally(over),
+    };
+  }
+
+  /**
    * The newest record of key across all partitions (tombstones included), or
    * null when none holds one: at once when the records kept or the page
-   * cache hold it, else once the engine threads have read it.
+   * cache hold it, else once the engine threads have read it. With `open`,
+   * a value over 64 KiB is not read but opened (OpenedValue), to be read in
+   * parts.
    */
-  get(key: Buffer): MaybePromise<StoredRecord | null> {
+  get(key: Buffer): MaybePromise<StoredRecord | null>;
+  get(key: Buffer, open: boolean): MaybePromise<StoredRecord | OpenedValue | null>;
+  get(key: Buffer, open = false): MaybePromise<StoredRecord | OpenedValue | null> {
     if (this.state === 'running') {
       const set = this.partitions.engines;
       const shelf = this.shelfFor(set);
@@ -172,15 +233,19 @@ export class Vdisk {
         return this.counted('get', now);
       }
     }
-    return this.getWaiting(key);
+    return this.getWaiting(key, open);
   }
 
-  private async getWaiting(key: Buffer): Promise<StoredRecord | null> {
+  private async getWaiting(key: Buffer, open: boolean): Promise<StoredRecord | OpenedValue | null> {
     this.enter();
     try {
       const writes = this.writes;
       const set = this.partitions.engines;
-      const r = await set.getNewest(key);
+      const r = open ? await set.openNewest(key, WHOLE_UP_TO) : await set.getNewest(key);
+      if (isOpened(r)) {
+        this.options.observer?.engine('get', 'ok', r.size);
+        return this.watched(r);
+      }
       if (this.writes === writes && this.partitions.engines === set) this.shelfFor(set)?.keep(key, r);
       return this.counted('get', r);
     } catch (err) {
@@ -280,6 +345,19 @@ export class Vdisk {
   }
 
   /** A write of key starts or ends: what was kept of it may be older than what the engine holds. */
+  /** An opened value whose reads report damage as this vdisk's reads do. */
+  private watched(v: OpenedValue): OpenedValue {
+    const { reader } = v;
+    return {
+      ...v,
+      reader: {
+        size: reader.size,
+        read: (offset, target) => reader.read(offset, target).catch((err: unknown) => Promise.reject(this.failure('get', err))),
+        close: () => reader.close(),
+      },
+    };
+  }
+
   private forget(key: Buffer): void {
     this.writes++;
     this.shelf?.forget(key);

@@ -1,8 +1,10 @@
 // The memory of request bodies is bounded across connections
 // (http_body_memory_limit): 16 connections stalling near-limit bodies keep
 // the node's resident set under the bound while other clients are served;
-// bodies that find no room are refused with 503 and Retry-After, unread; an
-// admitted body completes byte-exact.
+// a body of known length is written as it arrives and holds two windows of
+// the budget, so bodies larger than the whole budget are stored; bodies that
+// find no room are refused with 503 and Retry-After, unread; an admitted
+// body completes byte-exact.
 import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
@@ -10,7 +12,9 @@ import { call, client, startRestNode, waitFor } from './lib/node';
 
 const MiB = 1024 * 1024;
 const MAX_BODY = 32 * MiB;
-const BUDGET = 64 * MiB;
+const BUDGET = 8 * MiB;
+// What a body written as it arrives holds of the budget (src/rest/middleware/streamed-body.ts).
+const HELD = 2 * MiB;
 
 /** Peak and current resident set of a process, in bytes. */
 function memory(pid: number): { hwm: number; rss: number } {
@@ -69,7 +73,8 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
   const served: number[] = [];
   const started = Date.now();
   while (Date.now() - started < 7000) {
-    const k = served.length % 200;
+    // Keys the uploads do not write: a write that starts later than an upload wins over it.
+    const k = served.length % 100;
     served.push((await api.post(`/data/${k}`, Buffer.alloc(1024, 7))).status, (await api.get(`/data/${k}`)).status);
   }
   t.ok(served.length > 100, `${served.length} small requests answered while large bodies stalled`);
@@ -77,9 +82,9 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
 
   // Bodies that found no room within 5 s were refused, unread, and their connections closed.
   const refused = () => uploads.filter((u) => u.answer().startsWith('HTTP/1.1 503'));
-  await waitFor('the refused uploads to be answered', async () => refused().length >= 16 - BUDGET / MAX_BODY, 20_000);
+  await waitFor('the refused uploads to be answered', async () => refused().length >= 16 - BUDGET / HELD, 20_000);
   const refusals = refused();
-  t.equal(refusals.length, 16 - BUDGET / MAX_BODY, `${refusals.length} uploads refused: two fit the budget`);
+  t.equal(refusals.length, 16 - BUDGET / HELD, `${refusals.length} uploads refused: ${BUDGET / HELD} fit the budget`);
   for (const u of refusals) {
     t.match(u.answer(), /Retry-After: 5/i);
     t.match(u.answer(), /http_body_memory_limit/);
@@ -87,10 +92,12 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
   await Promise.all(refusals.map((u) => u.closed));
   const metrics = await (await fetch(`${node.url}/metrics`)).text();
   t.match(metrics, new RegExp(`^oyster_rest_body_refused_total(?:\\{[^}]*\\})? ${refusals.length}$`, 'm'));
-  t.match(metrics, new RegExp(`^oyster_rest_body_bytes(?:\\{[^}]*\\})? ${2 * (MAX_BODY - 1)}$`, 'm'), 'the two admitted bodies hold the budget');
+  t.match(metrics, new RegExp(`^oyster_rest_body_bytes(?:\\{[^}]*\\})? ${BUDGET}$`, 'm'), 'the admitted bodies hold the budget');
 
   const peak = memory(pid).hwm - before.hwm;
-  t.ok(peak < BUDGET + 64 * MiB, `peak resident set grew ${(peak / MiB).toFixed(0)} MiB with 16 stalled bodies of ${MAX_BODY / MiB} MiB (budget ${BUDGET / MiB} MiB)`);
+  // Besides the budget: the pieces already written and not yet collected
+  // (V8 frees buffers by the tens of MiB), the code and heap of the paths run.
+  t.ok(peak < BUDGET + 96 * MiB, `peak resident set grew ${(peak / MiB).toFixed(0)} MiB with 16 stalled bodies of ${MAX_BODY / MiB} MiB (budget ${BUDGET / MiB} MiB)`);
 
   // The admitted ones complete byte-exact.
   const admitted = uploads.filter((u) => !refusals.includes(u));

@@ -11,7 +11,7 @@
 // replicas), so conditional writes narrow lost updates, they do not rule
 // them out.
 import type { Context } from 'koa';
-import { StoredValue } from '../../model/version';
+import { Version } from '../../model/version';
 import { etagOf, lastModifiedOf, parseEtagList, strongMatch, weakMatch } from './validators';
 
 export type Verdict = null | { status: 304 | 412; why: string };
@@ -26,7 +26,7 @@ export function hasPreconditions(ctx: Context): boolean {
  * null where the request goes ahead; else its answer. `current` is the
  * key's newest value (null: absent or deleted); `read` for GET and HEAD.
  */
-export function evaluate(ctx: Context, current: StoredValue | null, read: boolean): Verdict {
+export function evaluate(ctx: Context, current: { version: Version } | null, read: boolean): Verdict {
   const h = ctx.headers;
   const etag = current ? etagOf(current.version) : null;
   const modified = current ? lastModifiedOf(current.version) : undefined;

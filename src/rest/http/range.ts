@@ -6,26 +6,26 @@
 import parseRange from 'range-parser';
 import type { Context } from 'koa';
 import { etagOf, lastModifiedOf, strongMatch } from './validators';
-import { StoredValue } from '../../model/version';
+import { Version } from '../../model/version';
 
 export type RangeAnswer = { kind: 'whole' } | { kind: 'part'; start: number; end: number } | { kind: 'unsatisfiable' };
 
-/** The part of `record` the request asks for; `end` is inclusive. */
-export function requestedRange(ctx: Context, record: StoredValue): RangeAnswer {
+/** The part of a value of `size` bytes at `version` the request asks for; `end` is inclusive. */
+export function requestedRange(ctx: Context, version: Version, size: number): RangeAnswer {
   const header = ctx.headers.range;
-  if (header === undefined || !ifRangeHolds(ctx, record)) return { kind: 'whole' };
-  const ranges = parseRange(record.value.length, header, { combine: true });
+  if (header === undefined || !ifRangeHolds(ctx, version)) return { kind: 'whole' };
+  const ranges = parseRange(size, header, { combine: true });
   if (ranges === -1) return { kind: 'unsatisfiable' };
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return { kind: 'whole' };
   return { kind: 'part', start: ranges[0].start, end: ranges[0].end };
 }
 
 // If-Range: the range applies only to the representation the client holds.
-function ifRangeHolds(ctx: Context, record: StoredValue): boolean {
+function ifRangeHolds(ctx: Context, version: Version): boolean {
   const ifRange = ctx.get('If-Range');
   if (ifRange === '') return true;
-  if (ifRange.includes('"')) return strongMatch(ifRange.trim(), etagOf(record.version));
+  if (ifRange.includes('"')) return strongMatch(ifRange.trim(), etagOf(version));
   const date = Date.parse(ifRange);
-  const modified = lastModifiedOf(record.version);
+  const modified = lastModifiedOf(version);
   return !Number.isNaN(date) && modified !== undefined && modified.getTime() <= date;
 }

@@ -26,7 +26,7 @@ export async function readBody(ctx: Context, limit: number, budget: BodyBudget):
 }
 
 /** The budget a request holds, given back once its response is done or its connection gone. */
-class Held {
+export class Held {
   private bytes = 0;
 
   constructor(
@@ -42,17 +42,18 @@ class Held {
   }
 }
 
-function busy(ctx: Context, budget: BodyBudget): HttpError {
+export function busy(ctx: Context, budget: BodyBudget): HttpError {
   ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
   ctx.set('Connection', 'close'); // the body stays unread
   return new HttpError(503, `the node holds ${budget.inUse} bytes of request bodies (http_body_memory_limit ${budget.limit}); retry later`);
 }
 
+export const incomplete = (): HttpError => new HttpError(400, 'request body incomplete: the client closed the connection');
+
 // Stream events rather than an async iterator: this is on the path of every
 // write, and the iterator costs several times more per request.
 function collect(ctx: Context, limit: number, declared: number | undefined, held: Held, budget: BodyBudget): Promise<Buffer> {
   const req = ctx.req;
-  const incomplete = () => new HttpError(400, 'request body incomplete: the client closed the connection');
   if (req.destroyed) return Promise.reject(incomplete());
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -108,7 +109,7 @@ function collect(ctx: Context, limit: number, declared: number | undefined, held
 }
 
 /** Drops the unread rest of a refused body while the answer goes out; `declared` is its announced length. */
-function discardRest(ctx: Context, declared?: number): void {
+export function discardRest(ctx: Context, declared?: number): void {
   const req = ctx.req;
   if (declared !== undefined && declared > DISCARD_LIMIT) {
     ctx.set('Connection', 'close'); // not worth reading: Node closes the connection after the answer

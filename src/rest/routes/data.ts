@@ -7,7 +7,9 @@ import { errors } from '../../model/errors';
 import { StoredValue, Version } from '../../model/version';
 import { KeyError, keyToHex, parseRestKey } from '../../keys/key';
 import { RestDeps } from '../deps';
-import { readBody } from '../middleware/body';
+import { requestValue } from '../middleware/streamed-body';
+import { isOpened, OpenedValue } from '../../model/value';
+import { describeOpened, sendOpened } from '../http/opened-value';
 import { evaluate, hasPreconditions } from '../http/preconditions';
 import { requestedRange } from '../http/range';
 import { representationOf } from '../http/representation';
@@ -39,13 +41,37 @@ export function dataRoutes(d: RestDeps): Router {
   // A value read from memory is answered at once, without a promise.
   router.get('/data/:key', (ctx) => {
     const key = keyOf(ctx);
-    const r = d.data.get(key);
-    return r instanceof Promise ? r.then((v) => sendValue(ctx, key, v)) : sendValue(ctx, key, r);
+    const r = d.data.get(key, true);
+    if (!(r instanceof Promise)) return isOpened(r) ? sendLarge(ctx, r) : sendValue(ctx, key, r);
+    return r.then((v) => (isOpened(v) ? sendLarge(ctx, v) : sendValue(ctx, key, v)));
   });
+
+  // A value too large to hold whole, read and sent in parts.
+  const sendLarge = async (ctx: Context, v: OpenedValue): Promise<void> => {
+    describeOpened(ctx, v);
+    const verdict = hasPreconditions(ctx) ? evaluate(ctx, v, true) : null;
+    const range = verdict === null ? requestedRange(ctx, v.version, v.size) : null;
+    if (verdict !== null || range?.kind === 'unsatisfiable') {
+      v.reader.close();
+      if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
+      if (verdict?.status === 304) {
+        ctx.status = 304;
+        return;
+      }
+      return unsatisfiable(ctx, v.size);
+    }
+    if (range?.kind === 'part') {
+      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${v.size}`);
+      ctx.status = 206;
+      return sendOpened(ctx, v, range.start, range.end, d.bodyBudget);
+    }
+    ctx.status = 200;
+    return sendOpened(ctx, v, 0, v.size - 1, d.bodyBudget);
+  };
 
   router.post('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
-    const value = await readBody(ctx, d.bodyLimit, d.bodyBudget);
+    const value = await requestValue(ctx, d.bodyLimit, d.bodyBudget);
     await checkPreconditions(ctx, key);
     setValidators(ctx, await d.data.put(key, value));
     reply(ctx, 201, true, 'Created');
@@ -79,6 +105,11 @@ function sendValue(ctx: Context, key: Buffer, r: StoredValue | null): void {
   sendRange(ctx, r);
 }
 
+function unsatisfiable(ctx: Context, size: number): void {
+  ctx.set('Content-Range', `bytes */${size}`);
+  reply(ctx, 416, false, `Range Not Satisfiable: the value has ${size} bytes`);
+}
+
 function setValidators(ctx: Context, v: Version): void {
   ctx.set('ETag', etagOf(v));
   const modified = httpDateOf(v);
@@ -86,17 +117,13 @@ function setValidators(ctx: Context, v: Version): void {
 }
 
 function sendRange(ctx: Context, r: StoredValue): void {
-  const range = requestedRange(ctx, r);
   const size = r.value.length;
+  const range = requestedRange(ctx, r.version, size);
   if (range.kind === 'whole') {
     ctx.body = r.value;
     return;
   }
-  if (range.kind === 'unsatisfiable') {
-    ctx.set('Content-Range', `bytes */${size}`);
-    reply(ctx, 416, false, `Range Not Satisfiable: the value has ${size} bytes`);
-    return;
-  }
+  if (range.kind === 'unsatisfiable') return unsatisfiable(ctx, size);
   ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
   ctx.body = r.value.subarray(range.start, range.end + 1);
   ctx.status = 206;

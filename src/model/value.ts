@@ -1,0 +1,53 @@
+// Values too large to hold whole: read from storage in parts, or arriving in
+// parts from a client. A GET of a large value sends it as it is read, a POST
+// of one writes it as it comes, and the node's memory holds a few pieces of
+// each instead of the whole.
+import { Version } from './version';
+
+/** Reads one stored value in parts; each part is checked against its checksum before it is returned. */
+export interface ValueReader {
+  readonly size: number;
+  /**
+   * Value bytes [offset, offset + target.length) into target. Rejects with
+   * Corruption when a part read fails its checksum; a value stored without
+   * block checksums is checked as a whole, by the read that reaches its end.
+   */
+  read(offset: number, target: Buffer): Promise<void>;
+  /** Releases what the reader holds; later reads reject. */
+  close(): void;
+}
+
+/** A value left in storage: its version, its size and a reader of its bytes. */
+export interface OpenedValue {
+  kind: 'found';
+  version: Version;
+  size: number;
+  reader: ValueReader;
+}
+
+export function isOpened(r: { kind: string } | null): r is OpenedValue {
+  return r !== null && (r as OpenedValue).reader !== undefined;
+}
+
+/** A value arriving in pieces (a request body) whose size is known before its bytes. */
+export interface IncomingValue {
+  readonly size: number;
+  /**
+   * The whole value in memory, within the node's limits for values held
+   * whole (rejects with the error a client gets when they are exceeded).
+   */
+  whole(): Promise<Buffer>;
+  /**
+   * The pieces that arrived since the last call, at least one; null once
+   * all `size` bytes were handed out. Reading pauses while the pieces handed
+   * out are not asked for again, so the caller's pace bounds the memory.
+   * Rejects when the client goes away before the end.
+   */
+  next(): Promise<Buffer[] | null>;
+  /** Stops reading: the rest of the value is not wanted (its writes failed). */
+  cancel(): void;
+}
+
+export function isIncoming(v: Buffer | IncomingValue): v is IncomingValue {
+  return !Buffer.isBuffer(v);
+}

@@ -1,0 +1,116 @@
+// A value too large to hold whole, sent as it is read: each part is read
+// into one of two buffers while the other is written to the socket, so an
+// answer holds 2 × CHUNK bytes whatever the value's size; those bytes are
+// taken from the node's budget of bodies in flight (http_body_memory_limit)
+// and the buffers are used again by the next answer.
+//
+// Each part is checked before it is sent. A part that fails its checksum
+// ends the answer by closing the connection: the client has received fewer
+// bytes than Content-Length announced and cannot take what it got for the
+// whole value. (A value stored without block checksums, from before they
+// existed, is checked as a whole when its last part is read: the parts
+// before were sent unchecked, and the connection is closed all the same.)
+import type { Context } from 'koa';
+import { OpenedValue } from '../../model/value';
+import { BodyBudget } from '../body-budget';
+import { sniffContentType } from '../content-type';
+import { etagOf, httpDateOf } from './validators';
+
+export const CHUNK = 256 * 1024;
+// What the content type is guessed from: the longest signature sniffed is shorter.
+const SNIFF_BYTES = 512;
+// Buffers kept for the next answers; more are made when more answers run at once.
+const KEPT_BUFFERS = 32;
+const spare: Buffer[] = [];
+
+const takeBuffer = (): Buffer => spare.pop() ?? Buffer.allocUnsafeSlow(CHUNK);
+const giveBuffer = (b: Buffer): void => {
+  if (spare.length < KEPT_BUFFERS) spare.push(b);
+};
+
+/** ETag and Last-Modified of an opened value (Content-Type comes with its first bytes, in sendOpened). */
+export function describeOpened(ctx: Context, v: OpenedValue): void {
+  ctx.set('ETag', etagOf(v.version));
+  const modified = httpDateOf(v.version);
+  if (modified !== undefined) ctx.set('Last-Modified', modified);
+}
+
+/**
+ * Answers with value bytes [start, end] (inclusive) of `v`, the status and
+ * headers set on ctx, and the Content-Type guessed from the value's first
+ * bytes; the reader is closed when done. Rejects before anything is sent
+ * (503 when the budget has no room, a damaged first part); once the first
+ * byte is out, a failure closes the connection and the promise resolves.
+ */
+export async function sendOpened(ctx: Context, v: OpenedValue, start: number, end: number, budget: BodyBudget): Promise<void> {
+  const length = end - start + 1;
+  if (ctx.method === 'HEAD') {
+    // Koa answers a HEAD with the headers set, Content-Length included, and no body.
+    try {
+      ctx.set('Content-Type', await sniffed(v));
+    } finally {
+      v.reader.close();
+    }
+    ctx.length = length;
+    return;
+  }
+  const room = 2 * Math.min(CHUNK, length);
+  if (!(await budget.take(room))) {
+    v.reader.close();
+    ctx.set('Retry-After', '5');
+    ctx.throw(503, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
+  }
+  const res = ctx.res;
+  const buffers = [takeBuffer(), takeBuffer()];
+  let sending = false;
+  try {
+    let pos = start;
+    let which = 0;
+    let piece = await read(v, buffers[which], pos, end);
+    ctx.set('Content-Type', start === 0 ? sniffContentType(piece) : await sniffed(v));
+    ctx.respond = false;
+    res.statusCode = ctx.status;
+    res.setHeader('Content-Length', length);
+    sending = true;
+    const gone = new Promise<never>((_, reject) => res.once('close', () => reject(new Error('connection closed'))));
+    gone.catch(() => undefined);
+    for (;;) {
+      pos += piece.length;
+      which ^= 1;
+      const next = pos <= end ? read(v, buffers[which], pos, end) : null;
+      next?.catch(() => undefined);
+      await Promise.race([write(res, piece), gone]);
+      if (next === null) break;
+      piece = await Promise.race([next, gone]);
+    }
+    res.end();
+  } catch (err) {
+    // Before the first byte the error is the answer; after it, the
+    // connection is closed (storage counted and logged a damaged part; a
+    // client that left is no news).
+    if (!sending) throw err;
+    res.destroy();
+  } finally {
+    v.reader.close();
+    budget.give(room);
+    // A buffer may still be read into when the answer failed: not used again then.
+    if (!sending || res.writableFinished) buffers.forEach(giveBuffer);
+  }
+}
+
+// The value's first bytes, for its Content-Type.
+async function sniffed(v: OpenedValue): Promise<string> {
+  const head = Buffer.allocUnsafe(Math.min(SNIFF_BYTES, v.size));
+  await v.reader.read(0, head);
+  return sniffContentType(head);
+}
+
+async function read(v: OpenedValue, buffer: Buffer, pos: number, end: number): Promise<Buffer> {
+  const piece = buffer.subarray(0, Math.min(CHUNK, end + 1 - pos));
+  await v.reader.read(pos, piece);
+  return piece;
+}
+
+function write(res: Context['res'], piece: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => res.write(piece, (err) => (err ? reject(err) : resolve())));
+}
