@@ -236,7 +236,7 @@ t.test('the built-in default configuration', async (t) => {
   t.equal(node.httpApiAddress, '127.0.0.1', 'REST on loopback: nothing is authenticated');
   t.equal(node.httpApiPort, 8000);
   t.equal(node.authenticationType, 'None');
-  t.equal(node.httpMaxBodySize, 100 * 1024 * 1024);
+  t.equal(node.httpMaxBodySize, 1024 * 1024 * 1024);
   t.equal(node.logConfig, undefined);
   t.equal(node.usersConfig, undefined);
   t.equal(node.tls, undefined);

@@ -120,7 +120,7 @@ t.test('defaults of every optional key', async (t) => {
     holderGroupSize: 8,
     authenticationType: 'None',
     hostnameResolvePeriodMs: 5000,
-    httpMaxBodySize: 100 * MiB,
+    httpMaxBodySize: 1024 * MiB,
     httpBodyMemoryLimit: 256 * MiB,
     httpMaxConnections: 2048,
     httpHeadersTimeout: 60 * S,
@@ -292,6 +292,7 @@ t.test('top-level values', async (t) => {
   t.same(extra('http_max_body_size: 1 GiB').config.httpMaxBodySize, GiB);
   t.same(extra('http_max_body_size: 1024').config.httpMaxBodySize, 1024);
   t.same(extra('http_max_body_size: 0').lines, ['http_max_body_size: must be greater than 0']);
+  t.same(extra('http_max_body_size: 5 GiB').lines, ['http_max_body_size: must be at most 4294705151 bytes, the largest value the engine stores']);
   t.same(extra('http_body_memory_limit: 0').lines, ['http_body_memory_limit: must be greater than 0']);
   t.same(extra('http_max_connections: 0').lines, ['http_max_connections: must be at least 1']);
   t.same(extra('http_headers_timeout: 0s').lines, ['http_headers_timeout: must be greater than 0']);
