@@ -1,8 +1,9 @@
 // A value too large to hold whole, sent as it is read: each part is read
 // into one of two buffers while the other is written to the socket, so an
-// answer holds 2 × CHUNK bytes whatever the value's size; those bytes are
-// taken from the node's budget of bodies in flight (http_body_memory_limit)
-// and the buffers are used again by the next answer.
+// answer holds at most 2 × CHUNK bytes whatever the value's size (one
+// buffer for a value of one part); those bytes are taken from the node's
+// budget of values in flight (http_body_memory_limit), and the buffers are
+// kept for the next answers, up to that budget.
 //
 // Each part is checked before it is sent. A part that fails its checksum
 // ends the answer by closing the connection: the client has received fewer
@@ -16,16 +17,16 @@ import { BodyBudget } from '../body-budget';
 import { sniffContentType } from '../content-type';
 import { etagOf, httpDateOf } from './validators';
 
-export const CHUNK = 256 * 1024;
+export const CHUNK = 1024 * 1024;
 // What the content type is guessed from: the longest signature sniffed is shorter.
 const SNIFF_BYTES = 512;
-// Buffers kept for the next answers; more are made when more answers run at once.
-const KEPT_BUFFERS = 32;
+// Buffers kept for the next answers, up to the budget they were taken
+// from: a fresh 1 MiB buffer per answer costs page faults and collections.
 const spare: Buffer[] = [];
 
 const takeBuffer = (): Buffer => spare.pop() ?? Buffer.allocUnsafeSlow(CHUNK);
-const giveBuffer = (b: Buffer): void => {
-  if (spare.length < KEPT_BUFFERS) spare.push(b);
+const giveBuffer = (budget: BodyBudget, b: Buffer): void => {
+  if ((spare.length + 1) * CHUNK <= budget.limit) spare.push(b);
 };
 
 /** ETag and Last-Modified of an opened value (Content-Type comes with its first bytes, in sendOpened). */
@@ -54,14 +55,16 @@ export async function sendOpened(ctx: Context, v: OpenedValue, start: number, en
     ctx.length = length;
     return;
   }
-  const room = 2 * Math.min(CHUNK, length);
+  // A value of one part needs one buffer.
+  const count = length > CHUNK ? 2 : 1;
+  const room = count * Math.min(CHUNK, length);
   if (!(await budget.take(room))) {
     v.reader.close();
     ctx.set('Retry-After', '5');
     ctx.throw(503, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
   }
   const res = ctx.res;
-  const buffers = [takeBuffer(), takeBuffer()];
+  const buffers = count === 2 ? [takeBuffer(), takeBuffer()] : [takeBuffer()];
   let sending = false;
   try {
     let pos = start;
@@ -76,7 +79,7 @@ export async function sendOpened(ctx: Context, v: OpenedValue, start: number, en
     gone.catch(() => undefined);
     for (;;) {
       pos += piece.length;
-      which ^= 1;
+      which = (which + 1) % count;
       const next = pos <= end ? read(v, buffers[which], pos, end) : null;
       next?.catch(() => undefined);
       await Promise.race([write(res, piece), gone]);
@@ -94,7 +97,7 @@ export async function sendOpened(ctx: Context, v: OpenedValue, start: number, en
     v.reader.close();
     budget.give(room);
     // A buffer may still be read into when the answer failed: not used again then.
-    if (!sending || res.writableFinished) buffers.forEach(giveBuffer);
+    if (!sending || res.writableFinished) for (const b of buffers) giveBuffer(budget, b);
   }
 }
 

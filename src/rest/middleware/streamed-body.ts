@@ -6,7 +6,7 @@
 // body is, within http_body_memory_limit.
 import type { Context } from 'koa';
 import { IncomingValue } from '../../model/value';
-import { BodyBudget, SMALL_BODY } from '../body-budget';
+import { BodyBudget } from '../body-budget';
 import { HttpError } from '../status-ext';
 import { busy, discardRest, Held, incomplete, readBody } from './body';
 
@@ -20,13 +20,20 @@ export function requestValue(ctx: Context, limit: number, budget: BodyBudget): P
   const declared = ctx.request.length;
   // A chunked body is held whole: no larger than the memory for bodies.
   if (declared === undefined) return readBody(ctx, Math.min(limit, budget.limit), budget);
-  if (declared < SMALL_BODY) return readBody(ctx, limit, budget);
+  if (declared < STREAM_FROM) return readBody(ctx, limit, budget);
   if (declared > limit) {
     discardRest(ctx, declared);
     return Promise.reject(new HttpError(413, `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
   }
   return Promise.resolve(new StreamedBody(ctx, declared, limit, budget));
 }
+
+/**
+ * Bodies from this size on are written as they arrive; smaller ones are held
+ * whole (within the budget from SMALL_BODY on): one write of a whole value
+ * costs less than a stream's start, pieces and end.
+ */
+export const STREAM_FROM = 4 * 1024 * 1024;
 
 /** The bytes a body collects before it pauses until they are asked for. */
 export const WINDOW = 1024 * 1024;
