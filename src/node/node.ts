@@ -267,6 +267,7 @@ export class OysterNode {
         keySize: config.cluster.keySize,
         bodyLimit: node.httpMaxBodySize,
         bodyBudget,
+        sendTimeoutMs: node.httpRequestTimeout,
         layout: {
           rootDirName: node.pearl.settings.rootDirName,
           blobFileNamePrefix: node.pearl.blobFileNamePrefix,

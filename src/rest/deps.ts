@@ -15,8 +15,10 @@ export interface RestDeps {
   keySize: number;
   /** Largest accepted request body (node.yaml http_max_body_size). */
   bodyLimit: number;
-  /** Memory of request bodies in flight (node.yaml http_body_memory_limit). */
+  /** Memory of values in flight (node.yaml http_body_memory_limit). */
   bodyBudget: BodyBudget;
+  /** How long an answer may wait for a client that reads nothing before its connection is closed (node.yaml http_request_timeout). */
+  sendTimeoutMs: number;
   layout: {
     rootDirName: string;
     blobFileNamePrefix: string;

@@ -187,6 +187,14 @@ t.test('SIGKILL in the middle of a 256 MiB write: the previous value or the new 
   t.comment(outcomes.join('; '));
 });
 
+async function waitUntil(check: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** A GET read to its end or until the connection fails. */
 async function readAll(base: string, p: string, headers: Record<string, string> = {}): Promise<{ status: number; received: number; aborted: boolean }> {
   const res = await fetch(base + p, { headers });
@@ -287,4 +295,34 @@ t.test('HTTP on a value read in parts: HEAD, ranges, conditional requests', asyn
   t.equal(whole.headers.get('etag'), etag, 'the value is unchanged');
   t.ok(whole.body.equals(value), 'the whole value');
   await node.stop();
+});
+
+t.test('a client that reads nothing of a large answer is cut off after http_request_timeout, its budget given back', async (t) => {
+  const dir = tempDir(t);
+  const files = await writeCluster(
+    dir,
+    { nodes: [{ name: 'n1' }], vdisks: 2, keySize: KEY_SIZE },
+    { extra: { http_request_timeout: '2s', http_headers_timeout: '1s', http_body_memory_limit: '64 MiB' } },
+  );
+  const node = await startNode(files, 'n1');
+  t.teardown(() => node.kill());
+  t.equal((await call(node.url, 'POST', '/data/9', pattern(64 * MiB, 9))).status, 201);
+  const socket = net.connect(Number(new URL(node.url).port), '127.0.0.1');
+  socket.on('error', () => undefined);
+  await new Promise((resolve) => socket.on('connect', resolve));
+  socket.write('GET /data/9 HTTP/1.1\r\nHost: x\r\n\r\n');
+  socket.pause(); // nothing read: the kernel's buffers fill, then the node's writes wait
+  const bodyBytes = async () => Number(/^oyster_rest_body_bytes(?:\{[^}]*\})? (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]);
+  await waitUntil(async () => (await bodyBytes()) > 0, 5000);
+  const started = Date.now();
+  await waitUntil(async () => (await bodyBytes()) === 0, 20_000);
+  const waited = Date.now() - started;
+  t.ok(waited >= 1000, `the node gave the answer up after ${waited} ms (http_request_timeout 2 s), its share of http_body_memory_limit given back`);
+  let received = 0;
+  socket.on('data', (d: Buffer) => (received += d.length));
+  socket.resume();
+  await new Promise((resolve) => socket.on('close', resolve));
+  t.ok(received < 64 * MiB, `the connection was closed short of the value (${(received / MiB).toFixed(1)} MiB received)`);
+  const again = await call(node.url, 'GET', '/data/9', undefined, { Range: 'bytes=0-9' });
+  t.equal(again.status, 206, 'others are served');
 });

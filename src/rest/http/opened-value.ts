@@ -43,7 +43,13 @@ export function describeOpened(ctx: Context, v: OpenedValue): void {
  * (503 when the budget has no room, a damaged first part); once the first
  * byte is out, a failure closes the connection and the promise resolves.
  */
-export async function sendOpened(ctx: Context, v: OpenedValue, start: number, end: number, budget: BodyBudget): Promise<void> {
+export async function sendOpened(
+  ctx: Context,
+  v: OpenedValue,
+  start: number,
+  end: number,
+  { bodyBudget: budget, sendTimeoutMs }: { bodyBudget: BodyBudget; sendTimeoutMs: number },
+): Promise<void> {
   const length = end - start + 1;
   if (ctx.method === 'HEAD') {
     // Koa answers a HEAD with the headers set, Content-Length included, and no body.
@@ -82,7 +88,7 @@ export async function sendOpened(ctx: Context, v: OpenedValue, start: number, en
       which = (which + 1) % count;
       const next = pos <= end ? read(v, buffers[which], pos, end) : null;
       next?.catch(() => undefined);
-      await Promise.race([write(res, piece), gone]);
+      await Promise.race([write(res, piece, sendTimeoutMs), gone]);
       if (next === null) break;
       piece = await Promise.race([next, gone]);
     }
@@ -114,6 +120,15 @@ async function read(v: OpenedValue, buffer: Buffer, pos: number, end: number): P
   return piece;
 }
 
-function write(res: Context['res'], piece: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => res.write(piece, (err) => (err ? reject(err) : resolve())));
+// A client that takes nothing for `timeoutMs` would hold its share of the
+// budget for as long as it keeps the connection: it is cut off.
+function write(res: Context['res'], piece: Buffer, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the client read nothing')), timeoutMs);
+    res.write(piece, (err) => {
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
 }

@@ -63,10 +63,10 @@ export function dataRoutes(d: RestDeps): Router {
     if (range?.kind === 'part') {
       ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${v.size}`);
       ctx.status = 206;
-      return sendOpened(ctx, v, range.start, range.end, d.bodyBudget);
+      return sendOpened(ctx, v, range.start, range.end, d);
     }
     ctx.status = 200;
-    return sendOpened(ctx, v, 0, v.size - 1, d.bodyBudget);
+    return sendOpened(ctx, v, 0, v.size - 1, d);
   };
 
   router.post('/data/:key', async (ctx) => {
