@@ -3,7 +3,9 @@
 // few windows of the value, a node killed in the middle of a 256 MiB write
 // holds the previous value or the new one after restart, never a part, and a
 // flipped byte inside a large value is never served as the value: the read
-// is aborted and counted.
+// is aborted and counted; ranges, HEAD and validators on a value read in
+// parts, a reader that stalls cut off, and a GET pipelined behind a streamed
+// POST answered with the new value.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -325,4 +327,32 @@ t.test('a client that reads nothing of a large answer is cut off after http_requ
   t.ok(received < 64 * MiB, `the connection was closed short of the value (${(received / MiB).toFixed(1)} MiB received)`);
   const again = await call(node.url, 'GET', '/data/9', undefined, { Range: 'bytes=0-9' });
   t.equal(again.status, 206, 'others are served');
+});
+
+t.test('a GET pipelined behind a streamed POST of the same key answers with the new value', async (t) => {
+  const c = await cluster(t, '64 MiB');
+  const node = await c.start();
+  t.equal((await call(node.url, 'POST', '/data/66', Buffer.from('old'))).status, 201);
+  const value = pattern(6 * MiB, 6);
+  const socket = net.connect(Number(new URL(node.url).port), '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  await new Promise((resolve) => socket.on('connect', resolve));
+  // One write: the POST with its whole body and the GET right behind it.
+  socket.write(
+    Buffer.concat([
+      Buffer.from(`POST /data/66 HTTP/1.1\r\nHost: x\r\nContent-Length: ${value.length}\r\n\r\n`),
+      value,
+      Buffer.from('GET /data/66 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ]),
+  );
+  await new Promise((resolve) => socket.on('close', resolve));
+  const all = Buffer.concat(chunks);
+  const second = all.indexOf('HTTP/1.1 200', 10);
+  t.ok(all.subarray(0, 12).toString() === 'HTTP/1.1 201', 'the POST answered first, 201');
+  t.ok(second > 0, 'the GET answered 200');
+  const body = all.subarray(all.indexOf('\r\n\r\n', second) + 4);
+  t.equal(body.length, value.length, 'with the whole new value');
+  t.ok(body.equals(value), 'byte-exact');
+  await node.stop();
 });
