@@ -83,6 +83,11 @@ export class Grinder implements DataApi {
     return this.topology.nodes.map((n) => n.name).filter((n) => n !== self);
   }
 
+  /** The version of a write coordinated now: at bob's `timestamp` when the client chose one. */
+  private stamp(timestamp: number | undefined): Version {
+    return timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
+  }
+
   // ------------------------------------------------------------------- PUT
 
   async put(key: Buffer, incoming: Buffer | IncomingValue, timestamp?: number): Promise<Version> {
@@ -92,12 +97,12 @@ export class Grinder implements DataApi {
     // A value that arrives in pieces is written as it comes where this node
     // holds every replica; peers take whole values (bob's Put).
     if (isIncoming(incoming) && targets.length === 1 && targets[0] === self) {
-      const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
+      const version = this.stamp(timestamp);
       await this.parts.local.putIncoming(key, version, incoming);
       return version;
     }
     const value = isIncoming(incoming) ? await incoming.whole() : incoming;
-    const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
+    const version = this.stamp(timestamp);
     const quorum = this.parts.quorum;
     const failed: string[] = [];
     // Replicas that refused the write for want of space get no alien copies:
@@ -373,7 +378,7 @@ export class Grinder implements DataApi {
   // ---------------------------------------------------------------- DELETE
 
   async delete(key: Buffer, timestamp?: number): Promise<Version> {
-    const version = timestamp === undefined ? this.clock.now() : this.clock.at(timestamp);
+    const version = this.stamp(timestamp);
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
     const results = await Promise.allSettled(

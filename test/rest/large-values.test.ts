@@ -274,6 +274,7 @@ t.test('HTTP on a value read in parts: HEAD, ranges, conditional requests', asyn
   t.equal(head.headers.get('content-type'), 'application/pdf', 'HEAD: Content-Type from the first bytes');
   t.equal(head.headers.get('etag'), etag, 'HEAD: the ETag the write answered');
   t.ok(head.headers.get('last-modified'), 'HEAD: Last-Modified');
+  t.equal(head.headers.get('accept-ranges'), 'bytes', 'HEAD: Accept-Ranges, as for a value read whole');
   const ranges: Array<[string, number, number]> = [
     ['bytes=0-99', 0, 99],
     [`bytes=${4 * MiB - 7}-${4 * MiB + 70000}`, 4 * MiB - 7, 4 * MiB + 70000],

@@ -15,7 +15,6 @@ import type { Context } from 'koa';
 import { OpenedValue } from '../../model/value';
 import { BodyBudget } from '../body-budget';
 import { sniffContentType } from '../content-type';
-import { etagOf, httpDateOf } from './validators';
 
 export const CHUNK = 1024 * 1024;
 // What the content type is guessed from: the longest signature sniffed is shorter.
@@ -29,19 +28,13 @@ const giveBuffer = (budget: BodyBudget, b: Buffer): void => {
   if ((spare.length + 1) * CHUNK <= budget.limit) spare.push(b);
 };
 
-/** ETag and Last-Modified of an opened value (Content-Type comes with its first bytes, in sendOpened). */
-export function describeOpened(ctx: Context, v: OpenedValue): void {
-  ctx.set('ETag', etagOf(v.version));
-  const modified = httpDateOf(v.version);
-  if (modified !== undefined) ctx.set('Last-Modified', modified);
-}
-
 /**
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
  * headers set on ctx, and the Content-Type guessed from the value's first
- * bytes; the reader is closed when done. Rejects before anything is sent
- * (503 when the budget has no room, a damaged first part); once the first
- * byte is out, a failure closes the connection and the promise resolves.
+ * bytes; the caller closes the reader once this settles. Rejects before
+ * anything is sent (503 when the budget has no room, a damaged first part);
+ * once the first byte is out, a failure closes the connection and the
+ * promise resolves.
  */
 export async function sendOpened(
   ctx: Context,
@@ -53,11 +46,7 @@ export async function sendOpened(
   const length = end - start + 1;
   if (ctx.method === 'HEAD') {
     // Koa answers a HEAD with the headers set, Content-Length included, and no body.
-    try {
-      ctx.set('Content-Type', await sniffed(v));
-    } finally {
-      v.reader.close();
-    }
+    ctx.set('Content-Type', await sniffed(v));
     ctx.length = length;
     return;
   }
@@ -65,7 +54,6 @@ export async function sendOpened(
   const count = length > CHUNK ? 2 : 1;
   const room = count * Math.min(CHUNK, length);
   if (!(await budget.take(room))) {
-    v.reader.close();
     ctx.set('Retry-After', '5');
     ctx.throw(503, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
   }
@@ -100,7 +88,6 @@ export async function sendOpened(
     if (!sending) throw err;
     res.destroy();
   } finally {
-    v.reader.close();
     budget.give(room);
     // A buffer may still be read into when the answer failed: not used again then.
     if (!sending || res.writableFinished) for (const b of buffers) giveBuffer(budget, b);

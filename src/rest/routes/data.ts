@@ -9,7 +9,7 @@ import { KeyError, keyToHex, parseRestKey } from '../../keys/key';
 import { RestDeps } from '../deps';
 import { requestValue } from '../middleware/streamed-body';
 import { isOpened, OpenedValue } from '../../model/value';
-import { describeOpened, sendOpened } from '../http/opened-value';
+import { sendOpened } from '../http/opened-value';
 import { evaluate, hasPreconditions } from '../http/preconditions';
 import { requestedRange } from '../http/range';
 import { representationOf } from '../http/representation';
@@ -46,27 +46,15 @@ export function dataRoutes(d: RestDeps): Router {
     return r.then((v) => (isOpened(v) ? sendLarge(ctx, v) : sendValue(ctx, key, v)));
   });
 
-  // A value too large to hold whole, read and sent in parts.
+  // A value too large to hold whole, read and sent in parts; its reader
+  // is closed whatever the answer.
   const sendLarge = async (ctx: Context, v: OpenedValue): Promise<void> => {
-    describeOpened(ctx, v);
-    const verdict = hasPreconditions(ctx) ? evaluate(ctx, v, true) : null;
-    const range = verdict === null ? requestedRange(ctx, v.version, v.size) : null;
-    if (verdict !== null || range?.kind === 'unsatisfiable') {
+    setValidators(ctx, v.version);
+    try {
+      await answerRead(ctx, v, v.size, (start, end) => sendOpened(ctx, v, start, end, d));
+    } finally {
       v.reader.close();
-      if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
-      if (verdict?.status === 304) {
-        ctx.status = 304;
-        return;
-      }
-      return unsatisfiable(ctx, v.size);
     }
-    if (range?.kind === 'part') {
-      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${v.size}`);
-      ctx.status = 206;
-      return sendOpened(ctx, v, range.start, range.end, d);
-    }
-    ctx.status = 200;
-    return sendOpened(ctx, v, 0, v.size - 1, d);
   };
 
   router.post('/data/:key', async (ctx) => {
@@ -92,17 +80,41 @@ function sendValue(ctx: Context, key: Buffer, r: StoredValue | null): void {
   const rep = representationOf(r);
   ctx.set('ETag', rep.etag);
   if (rep.lastModified !== undefined) ctx.set('Last-Modified', rep.lastModified);
-  // Where download tools look for it; on every GET it would cost more than it tells.
-  if (ctx.method === 'HEAD') ctx.set('Accept-Ranges', 'bytes');
   // A full MIME type already: set as it is, without Koa's lookup of short names.
   ctx.set('Content-Type', rep.contentType);
-  const verdict = hasPreconditions(ctx) ? evaluate(ctx, r, true) : null;
+  const size = r.value.length;
+  answerRead(ctx, r, size, (start, end) => {
+    ctx.body = start === 0 && end === size - 1 ? r.value : r.value.subarray(start, end + 1);
+  });
+}
+
+/**
+ * The answer to a GET or HEAD of a value of `size` bytes at `current`'s
+ * version, its validators set: 412 or 304 as its preconditions say, 416 for
+ * a range past its end, else 200 or 206 with the bytes [start, end] that
+ * `send` sends.
+ */
+function answerRead<R>(ctx: Context, current: { version: Version }, size: number, send: (start: number, end: number) => R): R | undefined {
+  // Where download tools look for it; on every GET it would cost more than it tells.
+  if (ctx.method === 'HEAD') ctx.set('Accept-Ranges', 'bytes');
+  const verdict = hasPreconditions(ctx) ? evaluate(ctx, current, true) : null;
   if (verdict?.status === 412) throw new HttpError(412, `Precondition Failed: ${verdict.why}`);
   if (verdict?.status === 304) {
     ctx.status = 304;
-    return;
+    return undefined;
   }
-  sendRange(ctx, r);
+  const range = requestedRange(ctx, current.version, size);
+  if (range.kind === 'unsatisfiable') {
+    unsatisfiable(ctx, size);
+    return undefined;
+  }
+  if (range.kind === 'whole') {
+    ctx.status = 200;
+    return send(0, size - 1);
+  }
+  ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+  ctx.status = 206;
+  return send(range.start, range.end);
 }
 
 function unsatisfiable(ctx: Context, size: number): void {
@@ -114,17 +126,4 @@ function setValidators(ctx: Context, v: Version): void {
   ctx.set('ETag', etagOf(v));
   const modified = httpDateOf(v);
   if (modified !== undefined) ctx.set('Last-Modified', modified);
-}
-
-function sendRange(ctx: Context, r: StoredValue): void {
-  const size = r.value.length;
-  const range = requestedRange(ctx, r.version, size);
-  if (range.kind === 'whole') {
-    ctx.body = r.value;
-    return;
-  }
-  if (range.kind === 'unsatisfiable') return unsatisfiable(ctx, size);
-  ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
-  ctx.body = r.value.subarray(range.start, range.end + 1);
-  ctx.status = 206;
 }
