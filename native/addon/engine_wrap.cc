@@ -41,13 +41,34 @@ class KeyCopy {
   std::unique_ptr<char[]> heap_;
 };
 
-class WriteOp final : public PoolOp, public WriteRequest {
+// A request queued to the engine's writer, answered on the JS thread.
+class EngineWriteOp : public PoolOp, public WriteRequest {
  public:
-  WriteOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
-          const Version& v, bool is_tombstone)
+  EngineWriteOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
+                const Version& v)
       : PoolOp(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
     key = key_.data();
     version = v;
+  }
+
+  void Submit() { engine_->Write(this); }
+
+  void Done(const Status& s) override {
+    status_ = s;
+    data_->queue()->Push(this);
+  }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  KeyCopy key_;
+};
+
+// A put or a delete.
+class WriteOp final : public EngineWriteOp {
+ public:
+  WriteOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
+          const Version& v, bool is_tombstone)
+      : EngineWriteOp(env, data, std::move(engine), key_bytes, v) {
     tombstone = is_tombstone;
   }
 
@@ -62,43 +83,21 @@ class WriteOp final : public PoolOp, public WriteRequest {
     }
   }
 
-  void Submit() { engine_->Write(this); }
-
-  void Done(const Status& s) override {
-    status_ = s;
-    data_->queue()->Push(this);
-  }
-
  private:
-  std::shared_ptr<Engine> engine_;
-  KeyCopy key_;
   std::string copy_;
 };
 
 // Starts a streamed put: the engine's writer reserves the record's space.
-class BeginStreamOp final : public PoolOp, public WriteRequest {
+class BeginStreamOp final : public EngineWriteOp {
  public:
   BeginStreamOp(Napi::Env env, AddonData* data, std::shared_ptr<Engine> engine, const char* key_bytes,
                 const Version& v, uint64_t size)
-      : PoolOp(env, data), engine_(std::move(engine)), key_(key_bytes, engine_->options().key_size) {
-    key = key_.data();
-    version = v;
+      : EngineWriteOp(env, data, std::move(engine), key_bytes, v) {
     value_size = size;
     streamed = true;
   }
 
-  void Submit() { engine_->Write(this); }
-
-  void Done(const Status& s) override {
-    status_ = s;
-    data_->queue()->Push(this);
-  }
-
   Napi::Value Result(Napi::Env env) override { return PutStreamWrap::New(env, data_, std::move(stream)); }
-
- private:
-  std::shared_ptr<Engine> engine_;
-  KeyCopy key_;
 };
 
 Napi::Value MakeBuffer(Napi::Env env, RecordBuffer* rec) {

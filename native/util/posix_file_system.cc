@@ -19,6 +19,23 @@ namespace {
 
 Status PosixError(const std::string& context, int err) { return Status::IOError(context, err); }
 
+// After a vectored call moved `n` bytes: drops the buffers it finished from
+// iov[*first..] and moves the start of the one it stopped in.
+void Advance(std::vector<struct iovec>* iov, size_t* first, size_t n) {
+  while (n > 0 && *first < iov->size()) {
+    struct iovec& v = (*iov)[*first];
+    if (n >= v.iov_len) {
+      n -= v.iov_len;
+      v.iov_len = 0;
+      ++*first;
+    } else {
+      v.iov_base = static_cast<char*>(v.iov_base) + n;
+      v.iov_len -= n;
+      n = 0;
+    }
+  }
+}
+
 class PosixFile final : public File {
  public:
   PosixFile(std::string path, int fd, bool read_only = false)
@@ -59,17 +76,7 @@ class PosixFile final : public File {
       }
       if (r == 0) break;
       done += static_cast<size_t>(r);
-      size_t left = static_cast<size_t>(r);
-      while (left > 0) {
-        if (left >= iov[first].iov_len) {
-          left -= iov[first].iov_len;
-          iov[first++].iov_len = 0;
-        } else {
-          iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-          iov[first].iov_len -= left;
-          left = 0;
-        }
-      }
+      Advance(&iov, &first, static_cast<size_t>(r));
     }
     *bytes_read = done;
     return Status::OK();
@@ -131,18 +138,7 @@ class PosixFile final : public File {
       }
       if (w == 0) return PosixError("write " + path_ + " made no progress", EIO);
       offset += static_cast<uint64_t>(w);
-      size_t left = static_cast<size_t>(w);
-      while (left > 0 && first < iov.size()) {
-        if (left >= iov[first].iov_len) {
-          left -= iov[first].iov_len;
-          iov[first].iov_len = 0;
-          first++;
-        } else {
-          iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-          iov[first].iov_len -= left;
-          left = 0;
-        }
-      }
+      Advance(&iov, &first, static_cast<size_t>(w));
     }
     return Status::OK();
   }
