@@ -7,7 +7,8 @@ namespace oyster {
 
 ActiveIndex::ActiveIndex(size_t key_size) : key_size_(key_size), slots_(64, kEmpty) {}
 
-void ActiveIndex::Insert(const char* key, uint64_t key_hash, const IndexEntry& e) {
+uint32_t ActiveIndex::Insert(const char* key, uint64_t key_hash, const IndexEntry& e, Displaced* displaced) {
+  if (displaced) displaced->any = false;
   size_t mask = slots_.size() - 1;
   for (size_t pos = key_hash & mask;; pos = (pos + 1) & mask) {
     uint32_t n = slots_[pos];
@@ -19,11 +20,16 @@ void ActiveIndex::Insert(const char* key, uint64_t key_hash, const IndexEntry& e
       slots_[pos] = n;
       // Keep the load factor at or below 0.7 so probe chains stay short.
       if (entries_.size() * 10 > slots_.size() * 7) Grow();
-      return;
+      return n;
     }
     if (hashes_[n] == key_hash && std::memcmp(key_at(n), key, key_size_) == 0) {
-      if (entries_[n].SupersededBy(e)) entries_[n] = e;
-      return;
+      const bool newer = entries_[n].SupersededBy(e);
+      if (displaced) {
+        displaced->any = true;
+        displaced->entry = newer ? entries_[n] : e;
+      }
+      if (newer) entries_[n] = e;
+      return n;
     }
   }
 }

@@ -18,8 +18,17 @@ class ActiveIndex {
  public:
   explicit ActiveIndex(size_t key_size);
 
-  // Keeps `e` for key unless the key already has a newer entry.
-  void Insert(const char* key, uint64_t key_hash, const IndexEntry& e);
+  // Of an Insert of a key that already had an entry: the entry not kept,
+  // the old one or the one inserted.
+  struct Displaced {
+    bool any = false;
+    IndexEntry entry;
+  };
+
+  // Keeps `e` for key unless the key already has a newer entry. Returns the
+  // key's number (as key_at takes it); *displaced, if given, tells which
+  // entry lost.
+  uint32_t Insert(const char* key, uint64_t key_hash, const IndexEntry& e, Displaced* displaced = nullptr);
   bool Find(const char* key, uint64_t key_hash, IndexEntry* e) const;
 
   size_t size() const { return entries_.size(); }

@@ -11,6 +11,7 @@ Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t si
            std::unique_ptr<ActiveIndex> index, uint64_t records, const Version& max_version, uint64_t max_stamp)
     : id_(id),
       format_(format),
+      key_size_(index->key_size()),
       file_(std::move(file)),
       size_(size),
       records_(records),
@@ -23,6 +24,7 @@ Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t si
            std::unique_ptr<IndexReader> reader)
     : id_(id),
       format_(format),
+      key_size_(reader->header().key_size),
       file_(std::move(file)),
       size_(size),
       records_(reader->header().records_total),
@@ -105,8 +107,10 @@ void Blob::Insert(const NewRecord* records, size_t n) {
   std::unique_lock<std::shared_mutex> l(mu_);
   Version hi = max_version();
   uint64_t hi_stamp = max_stamp_.load(std::memory_order_relaxed);
+  ActiveIndex::Displaced displaced;
   for (size_t i = 0; i < n; i++) {
-    active_->Insert(records[i].key, records[i].key_hash, records[i].entry);
+    active_->Insert(records[i].key, records[i].key_hash, records[i].entry, &displaced);
+    if (displaced.any) AddGarbage(1, RecordBytes(displaced.entry));
     if (CompareVersions(records[i].entry.version, hi) > 0) hi = records[i].entry.version;
     hi_stamp = std::max(hi_stamp, records[i].entry.version.stamp);
   }
@@ -116,6 +120,25 @@ void Blob::Insert(const NewRecord* records, size_t n) {
   max_ts_.store(hi.timestamp, std::memory_order_release);
   max_stamp_.store(hi_stamp, std::memory_order_release);
   records_.fetch_add(n, std::memory_order_acq_rel);
+}
+
+void Blob::AddGarbage(uint64_t records, uint64_t bytes) {
+  garbage_records_.fetch_add(records, std::memory_order_relaxed);
+  garbage_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Blob::SetGarbage(uint64_t records, uint64_t bytes) {
+  garbage_records_.store(records, std::memory_order_relaxed);
+  garbage_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
+void Blob::SetDeadTombstones(uint64_t records, uint64_t bytes) {
+  dead_tombstones_.store(records, std::memory_order_relaxed);
+  dead_tombstone_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
+uint64_t Blob::RecordBytes(const IndexEntry& e) const {
+  return RecordSize(format_, key_size_, static_cast<uint8_t>(e.flags), e.value_size);
 }
 
 void Blob::Reserve(uint64_t new_size) {

@@ -117,6 +117,25 @@ class Blob {
   bool ClaimIndexBuild();
   void ReleaseIndexBuild() { index_build_claimed_.store(false); }
 
+  // ---- Garbage: records of this blob no read returns any more, because a
+  // newer record of their key exists in the vdisk (superseded, or deleted
+  // under a tombstone), or because they are void. Counted as records
+  // displace each other in the blob, as the engine accounts writes against
+  // older blobs (Engine::Account), and set anew by a recount
+  // (EngineSet::CountGarbage). An estimate, to choose what to compact: a
+  // compaction decides record by record.
+  uint64_t garbage_records() const { return garbage_records_.load(std::memory_order_relaxed); }
+  uint64_t garbage_bytes() const { return garbage_bytes_.load(std::memory_order_relaxed); }
+  void AddGarbage(uint64_t records, uint64_t bytes);
+  void SetGarbage(uint64_t records, uint64_t bytes);
+  // Tombstones that hide nothing any more and are past their grace period,
+  // as of the last recount: what a compaction would drop besides garbage.
+  uint64_t dead_tombstones() const { return dead_tombstones_.load(std::memory_order_relaxed); }
+  uint64_t dead_tombstone_bytes() const { return dead_tombstone_bytes_.load(std::memory_order_relaxed); }
+  void SetDeadTombstones(uint64_t records, uint64_t bytes);
+  // The bytes a record of this blob with entry `e` takes.
+  uint64_t RecordBytes(const IndexEntry& e) const;
+
   size_t IndexMemoryUsage() const;
   size_t FilterMemoryUsage() const;
   uint64_t IndexFileSize() const;
@@ -124,6 +143,7 @@ class Blob {
  private:
   const uint64_t id_;
   const uint32_t format_;
+  const size_t key_size_;
   const std::unique_ptr<File> file_;
   std::atomic<uint64_t> size_;
   std::atomic<uint64_t> records_;
@@ -132,6 +152,10 @@ class Blob {
   std::atomic<uint64_t> max_stamp_;
   std::atomic<uint64_t> index_generation_{0};
   std::atomic<bool> index_build_claimed_{false};
+  std::atomic<uint64_t> garbage_records_{0};
+  std::atomic<uint64_t> garbage_bytes_{0};
+  std::atomic<uint64_t> dead_tombstones_{0};
+  std::atomic<uint64_t> dead_tombstone_bytes_{0};
 
   std::mutex streams_mu_;  // guards the two below, and claims against them
   int open_streams_ = 0;

@@ -89,6 +89,7 @@ Status Engine::Recover(RecoveryReport* report) {
   };
   std::map<uint64_t, Files> files;
   std::vector<std::string> temp_indexes;
+  std::vector<uint64_t> compacted_blobs, compacted_indexes;
   uint64_t max_id = 0;
   for (const std::string& name : names) {
     uint64_t id = 0;
@@ -96,6 +97,8 @@ Status Engine::Recover(RecoveryReport* report) {
       case FileKind::kBlob: files[id].blob = true; break;
       case FileKind::kIndex: files[id].index = true; break;
       case FileKind::kTempIndex: temp_indexes.push_back(name); break;
+      case FileKind::kCompactedBlob: compacted_blobs.push_back(id); break;
+      case FileKind::kCompactedIndex: compacted_indexes.push_back(id); break;
       case FileKind::kOther:
         if (name == kCorruptedDir) {
           std::vector<std::string> quarantined;
@@ -129,6 +132,13 @@ Status Engine::Recover(RecoveryReport* report) {
     report->events.push_back("removed unfinished index file " + name);
     changed = true;
   }
+  s = RecoverCompactions(compacted_blobs, compacted_indexes, report, &changed);
+  if (!s.ok()) return s;
+  for (uint64_t id : compacted_indexes) {
+    if (std::find(compacted_blobs.begin(), compacted_blobs.end(), id) == compacted_blobs.end()) {
+      files[id].index = true;
+    }
+  }
   std::vector<uint64_t> ids;
   for (const auto& [id, f] : files) {
     if (f.blob) {
@@ -157,6 +167,38 @@ Status Engine::Recover(RecoveryReport* report) {
   InstallBlobSet(std::move(blobs));
   if (active_) active_id_.store(active_->id());
   has_active_.store(active_ != nullptr);
+  return Status::OK();
+}
+
+Status Engine::RecoverCompactions(const std::vector<uint64_t>& blobs, const std::vector<uint64_t>& indexes,
+                                  RecoveryReport* report, bool* changed) {
+  const std::string& prefix = options_.blob_file_prefix;
+  // A new blob still under its temporary name was never swapped in: the
+  // compaction is rolled back, its index (if it got that far) with it.
+  for (uint64_t id : blobs) {
+    Status s = fs_->Remove(JoinPath(dir_, CompactedBlobFileName(prefix, id)));
+    if (!s.ok()) return s;
+    report->files_removed++;
+    if (std::find(indexes.begin(), indexes.end(), id) != indexes.end()) {
+      s = fs_->Remove(JoinPath(dir_, CompactedIndexFileName(prefix, id)));
+      if (!s.ok()) return s;
+      report->files_removed++;
+    }
+    report->events.push_back("rolled back an unfinished compaction of blob " + std::to_string(id));
+    *changed = true;
+  }
+  // A new index alone belongs to a blob that was swapped in (Compaction::
+  // Install renames the blob first): it replaces the old blob's index. Should
+  // it not describe the blob after all, the blob's index is rebuilt as any
+  // unusable one.
+  for (uint64_t id : indexes) {
+    if (std::find(blobs.begin(), blobs.end(), id) != blobs.end()) continue;
+    const std::string from = JoinPath(dir_, CompactedIndexFileName(prefix, id));
+    Status s = fs_->Rename(from, JoinPath(dir_, IndexFileName(prefix, id)));
+    if (!s.ok()) return s;
+    report->events.push_back("finished the compaction of blob " + std::to_string(id) + ": its new index put in place");
+    *changed = true;
+  }
   return Status::OK();
 }
 
@@ -385,6 +427,8 @@ Status Engine::RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_gene
   std::lock_guard<std::mutex> l(repair_mu_);
   if (shut_.load(std::memory_order_acquire)) return Status::Closed("engine is closed");
   if (blob->index_generation() != seen_generation) return Status::OK();  // repaired meanwhile
+  // Compacted meanwhile: its file is gone, its index file is another's.
+  if (!Serves(blob)) return Status::OK();
   ActiveIndex index(options_.key_size);
   uint64_t max_stamp = 0;
   ScanResult scan;
@@ -401,6 +445,30 @@ Status Engine::RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_gene
   blob->ReplaceIndexReader(std::move(reader));
   index_repairs_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
+}
+
+bool Engine::Serves(const std::shared_ptr<Blob>& blob) const {
+  std::shared_ptr<const BlobSet> set = Current();
+  return std::find(set->blobs.begin(), set->blobs.end(), blob) != set->blobs.end();
+}
+
+bool Engine::ReplaceBlob(const std::shared_ptr<Blob>& old, std::shared_ptr<Blob> replacement) {
+  std::lock_guard<std::mutex> l(set_mu_);
+  std::vector<std::shared_ptr<Blob>> blobs;
+  bool found = false;
+  for (const auto& b : current_->blobs) {
+    if (b != old) {
+      blobs.push_back(b);
+    } else {
+      found = true;
+      if (replacement) blobs.push_back(std::move(replacement));
+    }
+  }
+  if (!found) return false;
+  auto set = std::make_shared<BlobSet>();
+  set->blobs = std::move(blobs);
+  current_ = std::move(set);
+  return true;
 }
 
 Status Engine::Locate(const ReadOptions& options, const char* key, LookupResult* result, RecordLocation* where) {
@@ -908,6 +976,19 @@ Status Engine::Close() {
   return result;
 }
 
+Status Engine::SyncWritten() {
+  std::lock_guard<std::mutex> wl(write_mu_);
+  if (closed_) return Status::Closed("engine is closed");
+  std::shared_ptr<const BlobSet> set = Current();
+  for (const auto& b : set->blobs) {
+    if (!b->in_memory()) continue;  // indexed blobs were synced before their index was written
+    Status s = b->file()->Sync();
+    if (!s.ok()) return s;
+    if (b == active_) dirty_bytes_ = 0;
+  }
+  return Status::OK();
+}
+
 // ------------------------------------------------------------------- stats
 
 uint64_t Engine::RecordsCount() const {
@@ -929,6 +1010,20 @@ EngineStats Engine::Stats() const {
     st.index_memory += b->IndexMemoryUsage();
     st.filter_memory += b->FilterMemoryUsage();
     if (b->in_memory()) st.blobs_in_memory++;
+    BlobStats bs;
+    bs.id = b->id();
+    bs.size = b->size();
+    bs.records = b->records();
+    bs.closed = !b->in_memory();
+    bs.garbage_records = b->garbage_records();
+    bs.garbage_bytes = b->garbage_bytes();
+    bs.dead_tombstones = b->dead_tombstones();
+    bs.dead_tombstone_bytes = b->dead_tombstone_bytes();
+    st.garbage_records += bs.garbage_records;
+    st.garbage_bytes += bs.garbage_bytes;
+    st.dead_tombstones += bs.dead_tombstones;
+    st.dead_tombstone_bytes += bs.dead_tombstone_bytes;
+    st.blob_stats.push_back(bs);
     const Version v = b->max_version();
     if (CompareVersions(v, st.max_version) > 0) st.max_version = v;
     st.max_tick = std::max(st.max_tick, b->max_stamp() >> kStampNodeBits);

@@ -91,6 +91,18 @@ struct RecoveryReport {
   std::vector<std::string> events;  // one line per repair, for the log
 };
 
+// One blob of an engine, as Stats reports it.
+struct BlobStats {
+  uint64_t id = 0;
+  uint64_t size = 0;                  // of the blob file
+  uint64_t records = 0;               // every record, superseded ones and tombstones included
+  bool closed = false;                // takes no more records and has its index file: may be compacted
+  uint64_t garbage_records = 0;       // Blob::garbage_records
+  uint64_t garbage_bytes = 0;
+  uint64_t dead_tombstones = 0;       // Blob::dead_tombstones
+  uint64_t dead_tombstone_bytes = 0;
+};
+
 struct EngineStats {
   uint64_t blobs = 0;
   uint64_t records = 0;          // every record: superseded versions and tombstones included
@@ -106,6 +118,11 @@ struct EngineStats {
   uint64_t max_tick = 0;         // the largest tick of any record stored (a node's clock starts above it)
   std::string background_error;  // last failure of a background index build, if any
   std::string write_error;       // set when a failed write poisoned the engine
+  uint64_t garbage_bytes = 0;    // sums of the blobs' garbage and dead tombstones
+  uint64_t garbage_records = 0;
+  uint64_t dead_tombstone_bytes = 0;
+  uint64_t dead_tombstones = 0;
+  std::vector<BlobStats> blob_stats;  // newest blob first
 };
 
 // Where recovery moves blob files whose header cannot be read.
@@ -175,12 +192,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // index file and releases the directory. Later calls fail with Closed.
   Status Close();
 
+  // Makes every record written so far durable, whatever sync_writes says:
+  // syncs the active blob and the sealed blobs whose index is still to be
+  // written. A compaction calls it before it drops records older ones
+  // supersede.
+  Status SyncWritten();
+
   uint64_t RecordsCount() const;
   EngineStats Stats() const;
   const EngineOptions& options() const { return options_; }
   const std::string& dir() const { return dir_; }
 
  private:
+  friend class Compaction;  // claims the engine, replaces a blob
   friend class PutStream;
   friend class ValueReader;  // counts the corruption its reads meet
 
@@ -193,6 +217,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status Recover(RecoveryReport* report);
   // Refuses blobs the engine must not touch: another format, version or key size.
   Status CheckBlob(uint64_t id);
+  // Rolls back or finishes the compactions a crash interrupted (their
+  // "<id>.blob.new" and "<id>.index.new" files).
+  Status RecoverCompactions(const std::vector<uint64_t>& blobs, const std::vector<uint64_t>& indexes,
+                            RecoveryReport* report, bool* changed);
   Status RecoverBlob(uint64_t id, bool last, bool has_index, RecoveryReport* report,
                      std::vector<std::shared_ptr<Blob>>* blobs);
   Status Quarantine(const std::string& name, const std::string& why, RecoveryReport* report);
@@ -204,6 +232,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Rebuilds a closed blob's index from the blob; a no-op if another thread
   // did so since `seen_generation`.
   Status RepairIndex(const std::shared_ptr<Blob>& blob, uint64_t seen_generation);
+  // Whether `blob` is served (in the current set).
+  bool Serves(const std::shared_ptr<Blob>& blob) const;
+  // Serves `replacement` (null: nothing) where `old` was served. False if
+  // `old` is not served.
+  bool ReplaceBlob(const std::shared_ptr<Blob>& old, std::shared_ptr<Blob> replacement);
 
   // ---- Writer side; everything below runs with write_mu_ held.
   void ScheduleWriter();
@@ -270,7 +303,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::atomic<bool> has_active_{false};
   std::atomic<uint64_t> corrupt_reads_{0};
   std::atomic<uint64_t> index_repairs_{0};
-  std::mutex repair_mu_;
+  std::mutex repair_mu_;  // held by index repairs and by a compaction swapping a blob
+  std::atomic<bool> compacting_{false};  // one compaction at a time (Compaction::Begin claims it)
 
   const std::shared_ptr<OpenStreams> streams_ = std::make_shared<OpenStreams>();
 };

@@ -97,35 +97,101 @@ Status EngineSet::Lookup(const ReadOptions& options, const char* key, LookupResu
 }
 
 Status EngineSet::ScanSlices(const ScanOptions& options, uint32_t bits, const std::vector<uint32_t>& buckets,
-                             const std::function<void(const ActiveIndex& newest)>& fn) const {
+                             const std::function<void(const SliceView& slice)>& fn,
+                             std::vector<std::shared_ptr<Blob>>* ranked) const {
   // One view of the blobs for all slices, as Snapshot takes one: a blob
-  // created meanwhile is seen by none of them rather than by some.
+  // created meanwhile is seen by none of them rather than by some. Ranked
+  // as reads choose among full ties: later engines first, and in each engine
+  // its oldest blob first, so that the higher rank wins.
   std::vector<std::shared_ptr<Blob>> blobs;
   uint64_t records = 0;
-  for (const std::shared_ptr<Engine>& e : engines_) {
+  for (auto e = engines_.rbegin(); e != engines_.rend(); ++e) {
     std::vector<std::shared_ptr<Blob>> view;
-    Status s = e->CurrentBlobs(&view);
+    Status s = (*e)->CurrentBlobs(&view);
     if (!s.ok()) return s;
-    for (std::shared_ptr<Blob>& b : view) {
-      records += b->records();
-      blobs.push_back(std::move(b));
+    for (auto b = view.rbegin(); b != view.rend(); ++b) {
+      records += (*b)->records();
+      blobs.push_back(std::move(*b));
     }
+  }
+  if (blobs.size() > kMaxRankedBlobs) {
+    return Status::NotSupported("a scan of more than " + std::to_string(kMaxRankedBlobs) + " blobs");
   }
   const DigestSlices slices(bits, buckets, records, std::max<uint64_t>(options.slice_keys, 1));
   const size_t k = key_size();
+  SliceView view;
+  view.blobs = &blobs;
   for (uint32_t slice = 0; slice < slices.count(); slice++) {
-    // Whichever of two fully tied records (same version, same kind) is kept,
-    // the key's entry and hash are the same: the order of blobs and engines
-    // does not matter here.
     ActiveIndex newest(k);
-    for (const std::shared_ptr<Blob>& b : blobs) {
-      Status s = b->ForEachEntry([&](const char* key, const IndexEntry& e) {
+    std::vector<uint32_t> copies;
+    for (uint64_t rank = 0; rank < blobs.size(); rank++) {
+      Status s = blobs[rank]->ForEachEntry([&](const char* key, const IndexEntry& e) {
         const uint64_t hash = KeyHash64(key, k);
-        if (slices.SliceOf(hash) == slice) newest.Insert(key, hash, e);
+        if (slices.SliceOf(hash) != slice) return;
+        IndexEntry ranked = e;
+        ranked.offset = (rank << kRankShift) | e.offset;
+        const uint32_t n = newest.Insert(key, hash, ranked);
+        if (n >= copies.size()) copies.resize(n + 1, 0);
+        copies[n]++;
       });
       if (!s.ok()) return s;
     }
-    fn(newest);
+    view.newest = &newest;
+    view.copies = &copies;
+    fn(view);
+  }
+  if (ranked) *ranked = std::move(blobs);
+  return Status::OK();
+}
+
+Status EngineSet::CountGarbage(const ScanOptions& options, const TombstonePolicy& tombstones,
+                               GarbageSummary* summary) const {
+  *summary = GarbageSummary();
+  struct Live {
+    uint64_t records = 0, bytes = 0, dead_tombstones = 0, dead_tombstone_bytes = 0;
+  };
+  std::vector<Live> live;
+  std::vector<uint32_t> all(size_t{1} << kMaxDigestBits);
+  std::iota(all.begin(), all.end(), 0u);
+  std::vector<std::shared_ptr<Blob>> ranked;
+  Status s = ScanSlices(options, kMaxDigestBits, all, [&](const SliceView& slice) {
+    const std::vector<std::shared_ptr<Blob>>* blobs = slice.blobs;
+    live.resize(blobs->size());
+    const ActiveIndex& newest = *slice.newest;
+    for (uint32_t i = 0; i < newest.size(); i++) {
+      IndexEntry e = newest.entry_at(i);
+      const uint64_t rank = e.offset >> kRankShift;
+      const Blob& blob = *(*blobs)[rank];
+      const uint64_t bytes = blob.RecordBytes(e);
+      Live& l = live[rank];
+      l.records++;
+      l.bytes += bytes;
+      summary->keys++;
+      if (!e.tombstone()) continue;
+      summary->tombstones++;
+      if ((*slice.copies)[i] == 1 && tombstones.Expired(e.version)) {
+        l.dead_tombstones++;
+        l.dead_tombstone_bytes += bytes;
+      }
+    }
+  }, &ranked);
+  if (!s.ok()) return s;
+  live.resize(ranked.size());
+  for (size_t rank = 0; rank < ranked.size(); rank++) {
+    Blob& blob = *ranked[rank];
+    const Live& l = live[rank];
+    const uint64_t payload = blob.size() - kBlobHeaderSize;
+    const uint64_t records = blob.records();
+    // Records published during the scan may be counted in the size and not
+    // among the live ones, or the other way round: the next count corrects it.
+    const uint64_t garbage_records = records > l.records ? records - l.records : 0;
+    const uint64_t garbage_bytes = payload > l.bytes ? payload - l.bytes : 0;
+    blob.SetGarbage(garbage_records, garbage_bytes);
+    blob.SetDeadTombstones(l.dead_tombstones, l.dead_tombstone_bytes);
+    summary->garbage_records += garbage_records;
+    summary->garbage_bytes += garbage_bytes;
+    summary->dead_tombstones += l.dead_tombstones;
+    summary->dead_tombstone_bytes += l.dead_tombstone_bytes;
   }
   return Status::OK();
 }
@@ -139,7 +205,8 @@ Status EngineSet::Digest(const ScanOptions& options, uint32_t bits, std::vector<
   std::iota(all.begin(), all.end(), 0u);
   const size_t k = key_size();
   std::string entry;
-  return ScanSlices(options, bits, all, [&](const ActiveIndex& newest) {
+  return ScanSlices(options, bits, all, [&](const SliceView& slice) {
+    const ActiveIndex& newest = *slice.newest;
     for (uint32_t i = 0; i < newest.size(); i++) {
       entry.clear();
       AppendSnapshotEntry(newest.key_at(i), k, newest.entry_at(i), &entry);
@@ -159,7 +226,8 @@ Status EngineSet::Entries(const ScanOptions& options, uint32_t bits, const std::
   }
   packed->clear();
   const size_t k = key_size();
-  Status s = ScanSlices(options, bits, buckets, [&](const ActiveIndex& newest) {
+  Status s = ScanSlices(options, bits, buckets, [&](const SliceView& slice) {
+    const ActiveIndex& newest = *slice.newest;
     for (uint32_t i = 0; i < newest.size(); i++) AppendSnapshotEntry(newest.key_at(i), k, newest.entry_at(i), packed);
   });
   if (!s.ok()) return s;

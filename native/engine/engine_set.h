@@ -19,6 +19,7 @@
 #include "engine/active_index.h"
 #include "engine/digest.h"
 #include "engine/engine.h"
+#include "engine/tombstone_policy.h"
 #include "util/status.h"
 
 namespace oyster {
@@ -106,14 +107,48 @@ class EngineSet {
     return Entries(ScanOptions(), bits, buckets, packed);
   }
 
+  // What CountGarbage found, summed over the set's blobs.
+  struct GarbageSummary {
+    uint64_t keys = 0;              // distinct keys (the newest record of each is live)
+    uint64_t tombstones = 0;        // of them, deleted
+    uint64_t garbage_records = 0;   // records no read returns any more
+    uint64_t garbage_bytes = 0;     // their bytes, and those of void and damaged stretches
+    uint64_t dead_tombstones = 0;   // live tombstones a compaction would drop (TombstonePolicy)
+    uint64_t dead_tombstone_bytes = 0;
+  };
+
+  // Counts anew, for every blob of the set, the records a read no longer
+  // returns (Blob::SetGarbage: every record but the newest of its key across
+  // the set, and the bytes besides those of the newest records) and its dead
+  // tombstones (Blob::SetDeadTombstones: newest records that are tombstones
+  // with no other record of their key in the set, expired by `tombstones`).
+  // Costs as Digest. Records written during the count may be counted wrong
+  // until the next count. Closed if an engine is.
+  Status CountGarbage(const ScanOptions& options, const TombstonePolicy& tombstones,
+                      GarbageSummary* summary) const;
+
   const std::vector<std::shared_ptr<Engine>>& engines() const { return engines_; }
   size_t key_size() const { return engines_[0]->options().key_size; }
 
  private:
+  // A scan's blobs are ranked: an entry's offset in SliceView::newest
+  // carries the number of its blob above kRankShift bits.
+  static constexpr int kRankShift = 48;
+  static constexpr uint64_t kMaxRankedBlobs = 1u << 16;
+
+  // One slice of a scan.
+  struct SliceView {
+    const ActiveIndex* newest = nullptr;  // the newest entry of each key, offsets ranked
+    const std::vector<uint32_t>* copies = nullptr;  // by key number: entries of the key across blobs
+    const std::vector<std::shared_ptr<Blob>>* blobs = nullptr;  // by rank
+  };
+
   // Resolves the keys of `buckets` slice by slice over one view of every
-  // engine's blobs, handing fn the newest entry of each key of a slice.
+  // engine's blobs, handing fn the newest entry of each key of a slice;
+  // *ranked (if given) receives the blobs of that view by rank.
   Status ScanSlices(const ScanOptions& options, uint32_t bits, const std::vector<uint32_t>& buckets,
-                    const std::function<void(const ActiveIndex& newest)>& fn) const;
+                    const std::function<void(const SliceView& slice)>& fn,
+                    std::vector<std::shared_ptr<Blob>>* ranked = nullptr) const;
 
   const std::vector<std::shared_ptr<Engine>> engines_;
 };

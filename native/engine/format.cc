@@ -141,6 +141,12 @@ std::string TempIndexFileName(const std::string& prefix, uint64_t id) {
   return IndexFileName(prefix, id) + ".tmp";
 }
 
+std::string CompactedBlobFileName(const std::string& prefix, uint64_t id) { return BlobFileName(prefix, id) + ".new"; }
+
+std::string CompactedIndexFileName(const std::string& prefix, uint64_t id) {
+  return IndexFileName(prefix, id) + ".new";
+}
+
 FileKind ParseFileName(const std::string& name, const std::string& prefix, uint64_t* id) {
   if (name.size() <= prefix.size() + 1 || name.compare(0, prefix.size(), prefix) != 0 ||
       name[prefix.size()] != '.') {
@@ -159,6 +165,8 @@ FileKind ParseFileName(const std::string& name, const std::string& prefix, uint6
   if (rest == ".blob") return FileKind::kBlob;
   if (rest == ".index") return FileKind::kIndex;
   if (rest == ".index.tmp") return FileKind::kTempIndex;
+  if (rest == ".blob.new") return FileKind::kCompactedBlob;
+  if (rest == ".index.new") return FileKind::kCompactedIndex;
   return FileKind::kOther;
 }
 

@@ -107,13 +107,22 @@ uint32_t RecordCrcPrefix(uint32_t format, const char* header, size_t key_size);
 bool RecordValueCrcMatches(uint32_t format, const char* header, size_t key_size, const char* value, size_t n,
                            uint32_t expected);
 
+// The bytes a record of blob format `format` takes in its blob, header included.
+inline uint64_t RecordSize(uint32_t format, size_t key_size, uint8_t flags, uint64_t value_size) {
+  return RecordHeaderSize(format, key_size) + RecordBodySize(flags, value_size);
+}
+
 // ---- File names inside a partition directory: "<prefix>.<id>.blob",
-// "<prefix>.<id>.index", and "<prefix>.<id>.index.tmp" while an index is written.
+// "<prefix>.<id>.index", "<prefix>.<id>.index.tmp" while an index is written,
+// and "<prefix>.<id>.blob.new" and "<prefix>.<id>.index.new" while a
+// compaction writes the blob's replacement (docs/FORMAT.md §12).
 std::string BlobFileName(const std::string& prefix, uint64_t id);
 std::string IndexFileName(const std::string& prefix, uint64_t id);
 std::string TempIndexFileName(const std::string& prefix, uint64_t id);
+std::string CompactedBlobFileName(const std::string& prefix, uint64_t id);
+std::string CompactedIndexFileName(const std::string& prefix, uint64_t id);
 
-enum class FileKind { kBlob, kIndex, kTempIndex, kOther };
+enum class FileKind { kBlob, kIndex, kTempIndex, kCompactedBlob, kCompactedIndex, kOther };
 // Recognizes our own files for `prefix`; *id receives the blob id.
 FileKind ParseFileName(const std::string& name, const std::string& prefix, uint64_t* id);
 

@@ -61,8 +61,10 @@ Status BuildIndexFile(FileSystem* fs, const IndexBuildParams& p, const ActiveInd
   uint32_t crc = crc32c::Value(fences.data(), fences.size());
   h.sections_crc = crc32c::Extend(crc, bloom.data(), bloom.bytes());
 
-  const std::string tmp = JoinPath(p.dir, TempIndexFileName(p.prefix, p.blob_id));
-  const std::string final_name = JoinPath(p.dir, IndexFileName(p.prefix, p.blob_id));
+  const std::string tmp =
+      JoinPath(p.dir, p.temp_name.empty() ? TempIndexFileName(p.prefix, p.blob_id) : p.temp_name);
+  const std::string final_name =
+      JoinPath(p.dir, p.file_name.empty() ? IndexFileName(p.prefix, p.blob_id) : p.file_name);
   std::unique_ptr<File> file;
   Status s = fs->OpenFile(tmp, true, &file);
   if (s.IsIOError() && s.err() == EEXIST) {
@@ -102,7 +104,7 @@ Status BuildIndexFile(FileSystem* fs, const IndexBuildParams& p, const ActiveInd
     }
   }
   if (s.ok()) s = file->Sync();
-  if (s.ok()) s = fs->Rename(tmp, final_name);
+  if (s.ok() && tmp != final_name) s = fs->Rename(tmp, final_name);
   if (s.ok()) s = fs->SyncDir(p.dir);
   if (!s.ok()) {
     file.reset();

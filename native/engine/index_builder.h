@@ -25,6 +25,11 @@ struct IndexBuildParams {
   // (the entries alone may not hold it).
   uint64_t max_stamp = 0;
   uint32_t bloom_bits_per_key = 0;
+  // Where the file goes, and its name while it is written (empty: the
+  // blob's IndexFileName and TempIndexFileName; the same name: written in
+  // place, for a file that counts only once something else is renamed).
+  std::string file_name;
+  std::string temp_name;
   // The read cache of the reader returned.
   std::shared_ptr<Cache> cache;
 };

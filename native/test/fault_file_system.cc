@@ -97,6 +97,16 @@ class FaultInjectingFileSystem::FaultFile final : public File {
   }
 
   Status Write(uint64_t offset, const IoSlice* slices, int count) override {
+    return fs_->Counted(WriteNow(offset, slices, count));
+  }
+  Status Sync() override { return fs_->Counted(SyncNow()); }
+  Status Truncate(uint64_t size) override { return fs_->Counted(TruncateNow(size)); }
+  Status Size(uint64_t* size) const override { return base_->Size(size); }
+  Status Removed(bool* removed) const override { return base_->Removed(removed); }
+  const std::string& path() const override { return base_->path(); }
+
+ private:
+  Status WriteNow(uint64_t offset, const IoSlice* slices, int count) {
     size_t partial = 0;
     const bool fail = fs_->ShouldFailWrite(&partial);
     uint64_t total = 0;
@@ -120,7 +130,7 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return Status::IOError("injected write fault in " + path(), EIO);
   }
 
-  Status Sync() override {
+  Status SyncNow() {
     std::chrono::microseconds delay{0};
     bool fail = fs_->ShouldFailSync(&delay);
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
@@ -133,18 +143,13 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return fs_->AfterSync(state_.get(), *base_);
   }
 
-  Status Truncate(uint64_t size) override {
+  Status TruncateNow(uint64_t size) {
     if (fs_->ShouldFailTruncate()) return Status::IOError("injected truncate fault in " + path(), EIO);
     Status s = fs_->BeforeChange(state_.get(), *base_, size, UINT64_MAX, "truncate");
     if (!s.ok()) return s;
     return base_->Truncate(size);
   }
 
-  Status Size(uint64_t* size) const override { return base_->Size(size); }
-  Status Removed(bool* removed) const override { return base_->Removed(removed); }
-  const std::string& path() const override { return base_->path(); }
-
- private:
   FaultInjectingFileSystem* const fs_;
   const std::unique_ptr<File> base_;
   const std::shared_ptr<FileState> state_;
@@ -226,6 +231,8 @@ void FaultInjectingFileSystem::ResetCounters() {
   // An armed write fault keeps pointing at the same future write.
   if (fail_writes_at_ != 0) fail_writes_at_ = fail_writes_at_ > writes_ ? fail_writes_at_ - writes_ : 1;
   writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = 0;
+  std::lock_guard<std::mutex> t(track_mu_);
+  changes_ = 0;
 }
 
 bool FaultInjectingFileSystem::ShouldFailWrite(size_t* partial) {
@@ -267,6 +274,35 @@ Status FaultInjectingFileSystem::TrackUnsyncedData(bool track) {
   tracking_ = track;
   files_.clear();
   synced_entries_.clear();
+  return Status::OK();
+}
+
+void FaultInjectingFileSystem::CutPowerAfter(uint64_t n) {
+  std::lock_guard<std::mutex> l(track_mu_);
+  cut_after_ = n;
+}
+
+uint64_t FaultInjectingFileSystem::changes() const {
+  std::lock_guard<std::mutex> l(track_mu_);
+  return changes_;
+}
+
+Status FaultInjectingFileSystem::Counted(Status s) {
+  if (!s.ok()) return s;
+  std::lock_guard<std::mutex> l(track_mu_);
+  changes_++;
+  if (cut_after_ != 0 && --cut_after_ == 0) power_cut_ = true;
+  return s;
+}
+
+Status FaultInjectingFileSystem::RestorePower() {
+  std::lock_guard<std::mutex> l(track_mu_);
+  if (!tracking_) return Status::InvalidArgument("the file system does not track unsynced data");
+  if (open_files_.load() > 0) return Status::Busy("files opened through the file system are still open");
+  files_.clear();
+  synced_entries_.clear();
+  power_cut_ = false;
+  cut_after_ = 0;
   return Status::OK();
 }
 
@@ -427,12 +463,19 @@ Status FaultInjectingFileSystem::DropUnsyncedData() {
   files_.clear();
   synced_entries_.clear();
   power_cut_ = false;
+  cut_after_ = 0;
   return Status::OK();
 }
 
 // ---------------------------------------------------------------- FileSystem
 
 Status FaultInjectingFileSystem::OpenFile(const std::string& path, bool create_new,
+                                          std::unique_ptr<File>* file) {
+  Status s = OpenFileNow(path, create_new, file);
+  return create_new ? Counted(s) : s;
+}
+
+Status FaultInjectingFileSystem::OpenFileNow(const std::string& path, bool create_new,
                                           std::unique_ptr<File>* file) {
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -465,7 +508,9 @@ Status FaultInjectingFileSystem::ListDir(const std::string& dir, std::vector<std
   return base_->ListDir(dir, names);
 }
 
-Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
+Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) { return Counted(RenameNow(from, to)); }
+
+Status FaultInjectingFileSystem::RenameNow(const std::string& from, const std::string& to) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (fail_renames_) return Status::IOError("injected fault renaming " + from, EIO);
@@ -494,7 +539,9 @@ Status FaultInjectingFileSystem::Rename(const std::string& from, const std::stri
   return Status::OK();
 }
 
-Status FaultInjectingFileSystem::Remove(const std::string& path) {
+Status FaultInjectingFileSystem::Remove(const std::string& path) { return Counted(RemoveNow(path)); }
+
+Status FaultInjectingFileSystem::RemoveNow(const std::string& path) {
   std::lock_guard<std::mutex> l(track_mu_);
   if (power_cut_) return PowerCutError("remove " + path);
   if (!tracking_) return base_->Remove(path);
@@ -511,7 +558,9 @@ Status FaultInjectingFileSystem::Remove(const std::string& path) {
   return Status::OK();
 }
 
-Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
+Status FaultInjectingFileSystem::SyncDir(const std::string& dir) { return Counted(SyncDirNow(dir)); }
+
+Status FaultInjectingFileSystem::SyncDirNow(const std::string& dir) {
   {
     std::lock_guard<std::mutex> l(mu_);
     dir_syncs_++;
@@ -525,7 +574,9 @@ Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   return Status::OK();
 }
 
-Status FaultInjectingFileSystem::CreateDir(const std::string& dir) {
+Status FaultInjectingFileSystem::CreateDir(const std::string& dir) { return Counted(CreateDirNow(dir)); }
+
+Status FaultInjectingFileSystem::CreateDirNow(const std::string& dir) {
   std::lock_guard<std::mutex> l(track_mu_);
   if (power_cut_) return PowerCutError("create directory " + dir);
   std::error_code ec;

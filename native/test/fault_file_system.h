@@ -92,6 +92,18 @@ class FaultInjectingFileSystem final : public FileSystem {
   // through this file system is still open, as after the engine was dropped
   // (Busy otherwise).
   Status DropUnsyncedData();
+  // The power fails (as CutPower) right after the n-th change from now on
+  // (1 = the next) has succeeded: a File::Write, Sync or Truncate, or the
+  // creation, renaming or removal of a file or directory, or a SyncDir.
+  // Lets a test stop the engine after each step it takes, in turn. 0 disarms.
+  void CutPowerAfter(uint64_t n);
+  // Turns the power back on keeping everything the files hold, as a process
+  // that was killed leaves them (the page cache survives): what is on disk
+  // now counts as durable. Requires tracking and no open file, as
+  // DropUnsyncedData does.
+  Status RestorePower();
+  // Changes that succeeded since construction or ResetCounters().
+  uint64_t changes() const;
 
   Status OpenFile(const std::string& path, bool create_new, std::unique_ptr<File>* file) override;
   Status ListDir(const std::string& dir, std::vector<std::string>* names) override;
@@ -103,6 +115,11 @@ class FaultInjectingFileSystem final : public FileSystem {
 
  private:
   class FaultFile;
+  Status OpenFileNow(const std::string& path, bool create_new, std::unique_ptr<File>* file);
+  Status RenameNow(const std::string& from, const std::string& to);
+  Status RemoveNow(const std::string& path);
+  Status SyncDirNow(const std::string& dir);
+  Status CreateDirNow(const std::string& dir);
   struct FileState;
   // What a name in a directory refers to on the disk: nothing, a file or a
   // directory.
@@ -162,6 +179,10 @@ class FaultInjectingFileSystem final : public FileSystem {
   mutable std::mutex track_mu_;
   bool tracking_ = false;
   bool power_cut_ = false;
+  uint64_t cut_after_ = 0;  // changes left before the power fails; 0: none armed
+  uint64_t changes_ = 0;
+  // Passes s on; counts it as a change if it succeeded.
+  Status Counted(Status s);
   std::atomic<int> open_files_{0};
   // Every tracked file that has a name, by normalized path.
   std::map<std::string, std::shared_ptr<FileState>> files_;

@@ -1,0 +1,106 @@
+#include "engine/record_walker.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/coding.h"
+#include "util/crc32c.h"
+
+namespace oyster {
+
+RecordWalker::RecordWalker(std::shared_ptr<Blob> blob, size_t key_size)
+    : blob_(std::move(blob)), key_size_(key_size) {}
+
+Status RecordWalker::Open(std::shared_ptr<Blob> blob, size_t key_size, std::unique_ptr<RecordWalker>* walker) {
+  if (blob->in_memory()) {
+    return Status::InvalidArgument("blob " + std::to_string(blob->id()) + " is not closed (it has no index file yet)");
+  }
+  std::unique_ptr<RecordWalker> w(new RecordWalker(blob, key_size));
+  Status s = blob->ForEachEntry([&](const char* key, const IndexEntry& e) {
+    w->keys_.insert(w->keys_.end(), key, key + key_size);
+    w->entries_.push_back(e);
+  });
+  if (!s.ok()) return s;
+  w->order_.resize(w->entries_.size());
+  for (uint32_t i = 0; i < w->order_.size(); i++) w->order_[i] = i;
+  const std::vector<IndexEntry>& entries = w->entries_;
+  std::sort(w->order_.begin(), w->order_.end(),
+            [&](uint32_t a, uint32_t b) { return entries[a].offset < entries[b].offset; });
+  *walker = std::move(w);
+  return Status::OK();
+}
+
+Status RecordWalker::Bytes(uint64_t offset, size_t n, const char** data) {
+  if (offset >= window_start_ && offset + n <= window_start_ + window_len_) {
+    *data = window_.data() + (offset - window_start_);
+    return Status::OK();
+  }
+  const uint64_t size = blob_->size();
+  if (offset + n > size) return blob_->Damaged("record runs past the end of the blob", offset);
+  const size_t len = static_cast<size_t>(std::min<uint64_t>(std::max(n, kPieceSize), size - offset));
+  window_.resize(std::max(window_.size(), len));
+  size_t got = 0;
+  Status s = blob_->file()->Read(offset, len, window_.data(), &got);
+  if (!s.ok()) return s;
+  bytes_read_ += got;
+  window_start_ = offset;
+  window_len_ = got;
+  if (got < n) return blob_->Damaged("record truncated", offset);
+  *data = window_.data();
+  return Status::OK();
+}
+
+Status RecordWalker::Read(const PieceFn& piece, Check* check) {
+  const IndexEntry e = entry();
+  const char* key = this->key();
+  next_++;
+  const uint32_t format = blob_->format();
+  const size_t hsize = RecordHeaderSize(format, key_size_);
+  const char* header = nullptr;
+  Status s = Bytes(e.offset, hsize, &header);
+  if (!s.ok()) return s;
+  s = blob_->CheckRecordHeader(key, key_size_, e, header, &check->header);
+  if (!s.ok()) return s;
+  check->header.key = key;
+  // The CRC's start depends on the header only: taken before the window moves.
+  uint32_t crc = RecordCrcPrefix(format, header, key_size_);
+  const RecordHeader& h = check->header;
+  const bool blocks = (h.flags & kFlagBlocks) != 0;
+  std::vector<char> block_crcs(blocks ? 4 * ValueBlockCount(h.value_size) : 0);
+  bool blocks_ok = true;
+  uint64_t pos = e.offset + hsize;
+  // The value, in pieces that start on block boundaries (kPieceSize is a
+  // multiple of kValueBlockSize), so that each piece's blocks are whole.
+  for (uint64_t done = 0; done < h.value_size;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kPieceSize, h.value_size - done));
+    const char* data = nullptr;
+    s = Bytes(pos, n, &data);
+    if (!s.ok()) return s;
+    crc = crc32c::Extend(crc, data, n);
+    if (blocks) EncodeBlockCrcs(data, n, block_crcs.data() + 4 * (done / kValueBlockSize));
+    if (piece) {
+      s = piece(data, n, true);
+      if (!s.ok()) return s;
+    }
+    done += n;
+    pos += n;
+  }
+  for (size_t done = 0; done < block_crcs.size();) {
+    const size_t n = std::min(kPieceSize, block_crcs.size() - done);
+    const char* data = nullptr;
+    s = Bytes(pos, n, &data);
+    if (!s.ok()) return s;
+    if (std::memcmp(data, block_crcs.data() + done, n) != 0) blocks_ok = false;
+    if (piece) {
+      s = piece(data, n, false);
+      if (!s.ok()) return s;
+    }
+    done += n;
+    pos += n;
+  }
+  check->value_crc = crc;
+  check->value_ok = crc == h.record_crc && blocks_ok;
+  return Status::OK();
+}
+
+}  // namespace oyster
