@@ -31,6 +31,7 @@ class AddonData {
   Napi::FunctionReference& cache_ctor() { return cache_ctor_; }
   Napi::FunctionReference& put_stream_ctor() { return put_stream_ctor_; }
   Napi::FunctionReference& value_reader_ctor() { return value_reader_ctor_; }
+  Napi::FunctionReference& compaction_ctor() { return compaction_ctor_; }
 
  private:
   AddonData() = default;
@@ -47,6 +48,7 @@ class AddonData {
   Napi::FunctionReference cache_ctor_;
   Napi::FunctionReference put_stream_ctor_;
   Napi::FunctionReference value_reader_ctor_;
+  Napi::FunctionReference compaction_ctor_;
   bool queue_alive_ = true;
   int owners_ = 2;
 };

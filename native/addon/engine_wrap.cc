@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "addon/cache_wrap.h"
+#include "addon/compaction_wrap.h"
 #include "addon/js_args.h"
 #include "addon/js_records.h"
 #include "addon/js_status.h"
@@ -527,6 +528,8 @@ Napi::Function EngineSetWrap::Define(Napi::Env env) {
                          InstanceMethod<&EngineSetWrap::LookupNewestNow>("lookupNewestNow"),
                          InstanceMethod<&EngineSetWrap::Digest>("digest"),
                          InstanceMethod<&EngineSetWrap::Entries>("entries"),
+                         InstanceMethod<&EngineSetWrap::BeginCompaction>("beginCompaction"),
+                         InstanceMethod<&EngineSetWrap::CountGarbage>("countGarbage"),
                      });
 }
 
@@ -663,6 +666,16 @@ Napi::Value EngineSetWrap::Entries(const Napi::CallbackInfo& info) {
   return StartOp<EntriesOp>(env, set_, static_cast<uint32_t>(bits), std::move(buckets));
 }
 
+Napi::Value EngineSetWrap::BeginCompaction(const Napi::CallbackInfo& info) {
+  if (!CheckConstructed(info.Env())) return info.Env().Undefined();
+  return CompactionWrap::Begin(info, set_);
+}
+
+Napi::Value EngineSetWrap::CountGarbage(const Napi::CallbackInfo& info) {
+  if (!CheckConstructed(info.Env())) return info.Env().Undefined();
+  return CompactionWrap::CountGarbage(info, set_);
+}
+
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {
   Napi::Env env = info.Env();
   if (!CheckOpen(env)) return nullptr;
@@ -776,6 +789,26 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
   num("maxTick", st.max_tick);
   o.Set("backgroundError", st.background_error.empty() ? env.Null() : Napi::String::New(env, st.background_error));
   o.Set("writeError", st.write_error.empty() ? env.Null() : Napi::String::New(env, st.write_error));
+  num("garbageRecords", st.garbage_records);
+  num("garbageBytes", st.garbage_bytes);
+  num("deadTombstones", st.dead_tombstones);
+  num("deadTombstoneBytes", st.dead_tombstone_bytes);
+  Napi::Array blobs = Napi::Array::New(env, st.blob_stats.size());
+  for (uint32_t i = 0; i < st.blob_stats.size(); i++) {
+    const BlobStats& b = st.blob_stats[i];
+    Napi::Object bo = Napi::Object::New(env);
+    auto bnum = [&](const char* name, uint64_t v) { bo.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
+    bnum("id", b.id);
+    bnum("size", b.size);
+    bnum("records", b.records);
+    bo.Set("closed", Napi::Boolean::New(env, b.closed));
+    bnum("garbageRecords", b.garbage_records);
+    bnum("garbageBytes", b.garbage_bytes);
+    bnum("deadTombstones", b.dead_tombstones);
+    bnum("deadTombstoneBytes", b.dead_tombstone_bytes);
+    blobs.Set(i, bo);
+  }
+  o.Set("blobStats", blobs);
   d.Resolve(o);
   return d.Promise();
 }

@@ -90,6 +90,11 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   // entries(bits, buckets: Uint32Array) -> Promise<Buffer>: EngineSet::Entries,
   // packed as Engine::Snapshot packs (every bucket below 2^bits).
   Napi::Value Entries(const Napi::CallbackInfo& info);
+  // beginCompaction(engine, blobId, graceSeconds, dropTombstones,
+  // nowSeconds) and countGarbage(graceSeconds, dropTombstones, nowSeconds):
+  // see CompactionWrap.
+  Napi::Value BeginCompaction(const Napi::CallbackInfo& info);
+  Napi::Value CountGarbage(const Napi::CallbackInfo& info);
 
   // The answer of a *Now call once `newest` is known without waiting (s OK):
   // -1 no record; else meta_ is set and it is -2 for a tombstone, `found`

@@ -11,6 +11,7 @@ import { Command } from './oyster/command';
 import { check, generate } from './oyster/config';
 import { del, exists, get, put } from './oyster/data';
 import { ExitCode, Failure, UsageError } from './oyster/exit-codes';
+import { compact } from './oyster/compact';
 import { waitReady } from './oyster/wait-ready';
 import { versionInfo } from '../node/version';
 
@@ -47,6 +48,7 @@ const COMMANDS: Command[] = [
   bench,
   group('config', 'generate or check cluster.yaml and node.yaml', [generate, check]),
   group('blob', 'check, show or recover partition files offline', [blobCheck, blobInfo, blobRecover]),
+  compact,
   waitReady,
 ];
 

@@ -21,6 +21,7 @@ import { LocalReplica } from '../store/place';
 import { parsePartitionName } from '../store/partition';
 import { SnapshotEntry } from '../store/engine';
 import { files } from '../store/files';
+import { TokenBucket } from '../store/token-bucket';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { MaybePromise } from '../model/maybe-promise';
@@ -362,27 +363,4 @@ export function newerThere(ours: SnapshotEntry[], theirs: SnapshotEntry[]): Snap
     if (mine === null || compareRecords(t, mine) > 0) out.push(t);
   }
   return out;
-}
-
-/** At most `rate` units per second, in bursts of up to one second's worth. */
-class TokenBucket {
-  private tokens: number;
-  private last = Date.now();
-
-  constructor(private readonly rate: number) {
-    this.tokens = rate;
-  }
-
-  async take(n: number): Promise<void> {
-    for (;;) {
-      const now = Date.now();
-      this.tokens = Math.min(this.rate, this.tokens + ((now - this.last) / 1000) * this.rate);
-      this.last = now;
-      if (this.tokens >= n || this.tokens >= this.rate) {
-        this.tokens -= n;
-        return;
-      }
-      await new Promise((r) => setTimeout(r, Math.ceil(((n - this.tokens) / this.rate) * 1000)));
-    }
-  }
 }

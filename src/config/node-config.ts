@@ -71,6 +71,30 @@ export interface AntiEntropyConfig {
 
 export const DEFAULT_ANTI_ENTROPY: Readonly<AntiEntropyConfig> = { enabled: true, interval: 60 * 1000, rate: 64 * 1024 * 1024 };
 
+/** Oyster: how space of overwritten and deleted values is given back (docs/OPERATIONS.md, "Compaction"). */
+export interface CompactionConfig {
+  enabled: boolean;
+  /** A closed blob is compacted once this share of its bytes is reclaimable. */
+  garbageRatio: number;
+  /** Time between two looks at every vdisk's garbage. */
+  interval: number;
+  /** Bytes read and written per second per disk at most, by compaction and scrub together. */
+  rate: number;
+  /** A tombstone is kept at least this long after its delete (ms). */
+  tombstoneGrace: number;
+  /** Time between two checks of every record of a closed blob against its checksums (0: no scrub). */
+  scrubInterval: number;
+}
+
+export const DEFAULT_COMPACTION: Readonly<CompactionConfig> = {
+  enabled: true,
+  garbageRatio: 0.3,
+  interval: 60 * 1000,
+  rate: 64 * 1024 * 1024,
+  tombstoneGrace: 10 * 86_400_000,
+  scrubInterval: 7 * 86_400_000,
+};
+
 export interface NodeConfig {
   logConfig?: string;
   usersConfig?: string;
@@ -114,6 +138,7 @@ export interface NodeConfig {
   metrics: MetricsConfig;
   tls?: TlsConfig;
   antiEntropy: AntiEntropyConfig;
+  compaction: CompactionConfig;
   /** Keys of NO_EFFECT_KEYS the file sets, as paths ("pearl.enable_aio"). */
   noEffect: string[];
 }
@@ -188,7 +213,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
   const root = reader.root(document);
 
   const indexMemoryLimit = root.size('index_memory_limit');
-  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls' | 'antiEntropy' | 'noEffect'> = {
+  const node: Omit<NodeConfig, 'pearl' | 'metrics' | 'tls' | 'antiEntropy' | 'compaction' | 'noEffect'> = {
     logConfig: root.string('log_config'),
     usersConfig: root.string('users_config'),
     name: root.string('name', { required: true }),
@@ -250,9 +275,11 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
   const metrics = root.section('metrics');
   const tls = root.section('tls');
   const antiEntropy = root.section('anti_entropy');
+  const compaction = root.section('compaction');
   return {
     ...node,
     antiEntropy: antiEntropy ? readAntiEntropy(antiEntropy) : { ...DEFAULT_ANTI_ENTROPY },
+    compaction: compaction ? readCompaction(compaction) : { ...DEFAULT_COMPACTION },
     // Without a pearl section the load fails; defaults stand in for the missing values.
     pearl: readPearl(pearl ?? new ConfigReader(reader.file).mapping('pearl', {})),
     metrics: metrics ? readMetrics(metrics) : { ...DEFAULT_METRICS },
@@ -266,6 +293,18 @@ function readAntiEntropy(m: MapReader): AntiEntropyConfig {
     enabled: m.boolean('enabled', { default: DEFAULT_ANTI_ENTROPY.enabled }),
     interval: m.duration('interval', { default: DEFAULT_ANTI_ENTROPY.interval, check: positive }),
     rate: m.size('rate', { default: DEFAULT_ANTI_ENTROPY.rate, check: positive }),
+  };
+}
+
+function readCompaction(m: MapReader): CompactionConfig {
+  const d = DEFAULT_COMPACTION;
+  return {
+    enabled: m.boolean('enabled', { default: d.enabled }),
+    garbageRatio: m.number('garbage_ratio', { default: d.garbageRatio, check: (v) => (v > 0 && v <= 1 ? undefined : 'must be above 0 and at most 1') }),
+    interval: m.duration('interval', { default: d.interval, check: positive }),
+    rate: m.size('rate', { default: d.rate, check: positive }),
+    tombstoneGrace: m.duration('tombstone_grace', { default: d.tombstoneGrace }),
+    scrubInterval: m.duration('scrub_interval', { default: d.scrubInterval }),
   };
 }
 

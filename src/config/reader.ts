@@ -136,6 +136,13 @@ export class MapReader {
     return this.field(key, options, 0, (v) => v.integer(options.min, options.max));
   }
 
+  /** A number, whole or not (a ratio). */
+  number(key: string, options: Mandatory<Rules<number>, number>): number;
+  number(key: string, options?: Options<Rules<number>, number>): number | undefined;
+  number(key: string, options: Options<Rules<number>, number> = {}): number | undefined {
+    return this.field(key, options, 0, (v) => v.number());
+  }
+
   boolean(key: string, options: Mandatory<Rules<boolean>, boolean>): boolean;
   boolean(key: string, options?: Options<Rules<boolean>, boolean>): boolean | undefined;
   boolean(key: string, options: Options<Rules<boolean>, boolean> = {}): boolean | undefined {
@@ -245,6 +252,12 @@ export class Value {
     if (v < min) return this.fail(`must be at least ${min}`);
     if (v > max) return this.fail(`must be at most ${max}`);
     return Number(v);
+  }
+
+  number(): number | undefined {
+    const v = this.raw;
+    if (typeof v !== 'number' || !Number.isFinite(v)) return this.fail('must be a number');
+    return v;
   }
 
   boolean(): boolean | undefined {

@@ -3,6 +3,7 @@
 // NodeApi (requests served from this node's storage) wrapped for an
 // interface.
 import { isOysterError } from '../model/errors';
+import { CompactorObserver } from '../store/compactor';
 import { StorageObserver } from '../store/vdisk';
 import { DataApi } from '../model/data-api';
 import { MaybePromise } from '../model/maybe-promise';
@@ -120,6 +121,28 @@ export function storageObserver(m: NodeMetrics, disk: string): StorageObserver {
     },
     corrupt(records) {
       m.corruptRecords.inc({ disk }, records);
+    },
+  };
+}
+
+/** What compaction of one disk reports (store/compactor.ts). */
+export function compactionObserver(m: NodeMetrics, disk: string, alien: boolean): CompactorObserver {
+  return {
+    compacted({ stats }) {
+      m.compactedBlobs.inc({ disk });
+      m.compactionReclaimed.inc({ disk }, stats.sourceSize - stats.newSize);
+    },
+    skipped(reason) {
+      m.compactionSkipped.inc({ disk, reason });
+    },
+    io(bytes) {
+      if (bytes > 0) m.compactionIo.inc({ disk }, bytes);
+    },
+    reclaimable(vdisk, bytes, records) {
+      // Replicas only: the alien directory's vdisks are other nodes' and pass through.
+      if (alien) return;
+      m.reclaimableBytes.set({ disk, vdisk: String(vdisk) }, bytes);
+      m.reclaimableRecords.set({ disk, vdisk: String(vdisk) }, records);
     },
   };
 }

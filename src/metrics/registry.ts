@@ -58,6 +58,13 @@ export interface NodeMetrics {
   /** Anti-entropy: digest and entry bytes received from other replicas. */
   antiEntropyExchanged: Counter;
   antiEntropyLastPass: Gauge;
+  /** Compaction (store/compactor.ts): bytes a compaction would give back, per vdisk replica, as last counted. */
+  reclaimableBytes: Gauge<'disk' | 'vdisk'>;
+  reclaimableRecords: Gauge<'disk' | 'vdisk'>;
+  compactedBlobs: Counter<'disk'>;
+  compactionReclaimed: Counter<'disk'>;
+  compactionIo: Counter<'disk'>;
+  compactionSkipped: Counter<'disk' | 'reason'>;
   antiEntropyPassSeconds: Gauge;
   /** When the TLS certificates in use expire (set at start when TLS is on). */
   tlsCertExpiry: Gauge<'certificate'>;
@@ -218,6 +225,27 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
       name: 'oyster_anti_entropy_records_total',
       help: 'Records (values and tombstones) anti-entropy copied to this node from another replica that held them in a newer version, by source replica (node, or node/disk for another disk of this node)',
       labelNames: ['source'],
+      registers,
+    }),
+    reclaimableBytes: new Gauge({
+      name: 'oyster_reclaimable_bytes',
+      help: 'Bytes of records no read returns any more (overwritten, deleted, dead tombstones), per vdisk replica, as last counted',
+      labelNames: ['disk', 'vdisk'],
+      registers,
+    }),
+    reclaimableRecords: new Gauge({
+      name: 'oyster_reclaimable_records',
+      help: 'Records no read returns any more, per vdisk replica, as last counted',
+      labelNames: ['disk', 'vdisk'],
+      registers,
+    }),
+    compactedBlobs: new Counter({ name: 'oyster_compaction_blobs_total', help: 'Blobs compacted', labelNames: ['disk'], registers }),
+    compactionReclaimed: new Counter({ name: 'oyster_compaction_reclaimed_bytes_total', help: 'Bytes given back by compaction', labelNames: ['disk'], registers }),
+    compactionIo: new Counter({ name: 'oyster_compaction_io_bytes_total', help: 'Bytes compaction read and wrote', labelNames: ['disk'], registers }),
+    compactionSkipped: new Counter({
+      name: 'oyster_compaction_skipped_total',
+      help: 'Blobs due for compaction left as they were: no_space (the disk lacks room for what they keep) or error',
+      labelNames: ['disk', 'reason'],
       registers,
     }),
     antiEntropyBytes: new Counter({

@@ -33,7 +33,13 @@ export function startAtZero(m: NodeMetrics, k: KnownLabels): void {
   for (const peer of k.peers) for (const op of k.peerOperations) for (const outcome of OUTCOMES) m.peerRequests.child(peer, op, outcome);
   for (const method of k.grpcMethods) for (const code of k.grpcCodes) m.grpcRequests.child(method, code);
   for (const direction of ['written', 'read']) m.engineBytes.child(direction);
-  for (const disk of k.disks) m.corruptRecords.inc({ disk }, 0);
+  for (const disk of k.disks) {
+    m.corruptRecords.inc({ disk }, 0);
+    m.compactedBlobs.inc({ disk }, 0);
+    m.compactionReclaimed.inc({ disk }, 0);
+    m.compactionIo.inc({ disk }, 0);
+    for (const reason of ['no_space', 'error']) m.compactionSkipped.inc({ disk, reason }, 0);
+  }
   for (const owner of k.owners) m.aliensHandedOver.inc({ owner }, 0);
   for (const source of k.sources) m.antiEntropyRecords.inc({ source }, 0);
   for (const operation of ['get', 'exist']) m.unansweredReads.inc({ operation }, 0);

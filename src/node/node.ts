@@ -22,8 +22,9 @@ import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
 import { LogPart, Logs } from '../logging/create';
 import { Logger } from '../logging/logger';
-import { instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
+import { compactionObserver, instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
 import { BobMetrics } from '../metrics/bob-json';
+import { Compactor } from '../store/compactor';
 import { startMetricsListener } from '../metrics/listener';
 import { createMetrics, NodeMetrics } from '../metrics/registry';
 import { registerReadCacheMetrics } from '../metrics/read-cache';
@@ -57,6 +58,8 @@ export class OysterNode {
   readonly links: LinkManager;
   readonly handoff: AlienHandoff;
   readonly antiEntropy: AntiEntropy;
+  /** One per disk and for the alien directory: gives back the space of overwritten and deleted values. */
+  readonly compactors: Compactor[];
   readonly clock: VersionClock;
   private readonly bobMetrics: BobMetrics;
   private readonly tls: TlsMaterial | null;
@@ -157,6 +160,17 @@ export class OysterNode {
       },
     });
     this.antiEntropy = antiEntropy;
+    this.compactors = [...this.store.disks, this.store.alien].map(
+      (disk) =>
+        new Compactor({
+          disk,
+          config: config.node.compaction,
+          log: this.logPart('store'),
+          // An alien directory out of service may hold anything.
+          aliensOf: (vdisk) => !this.store.alien.isReady || this.store.holdsAliens(vdisk),
+          observer: compactionObserver(metrics, disk.name, disk.alien),
+        }),
+    );
     const handoff = new AlienHandoff({
       topology: this.topology,
       store: this.store,
@@ -268,6 +282,7 @@ export class OysterNode {
         bodyLimit: node.httpMaxBodySize,
         bodyBudget,
         sendTimeoutMs: node.httpRequestTimeout,
+        compactors: this.compactors,
         layout: {
           rootDirName: node.pearl.settings.rootDirName,
           blobFileNamePrefix: node.pearl.blobFileNamePrefix,
@@ -307,6 +322,7 @@ export class OysterNode {
     this.links.start();
     this.handoff.start();
     if (node.antiEntropy.enabled) this.antiEntropy.start();
+    for (const c of this.compactors) c.start();
     // The one line that tells where everything is: what runs, from which
     // files, where it listens and where its data goes.
     const addr = this.restAddress!;
@@ -335,6 +351,7 @@ export class OysterNode {
       this.links.stop();
       await this.handoff.stop();
       await this.antiEntropy.stop();
+      await Promise.all(this.compactors.map((c) => c.stop()));
       const grpcServer = this.grpc;
       const grpcDone = grpcServer
         ? new Promise<void>((resolve) => {

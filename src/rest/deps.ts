@@ -5,6 +5,7 @@ import { BobMetricsJson } from '../metrics/bob-json';
 import { DataApi } from '../model/data-api';
 import { Topology } from '../model/topology';
 import { Logger } from '../logging/logger';
+import { Compactor } from '../store/compactor';
 import { NodeStore } from '../store/node-store';
 import { BodyBudget } from './body-budget';
 
@@ -27,6 +28,8 @@ export interface RestDeps {
     /** The alien root directory. */
     alienRoot: string;
   };
+  /** Space reclamation of each disk (and of the alien directory). */
+  compactors: readonly Compactor[];
   registry: Registry;
   /** bob's JSON metrics (GET /metrics/bob), and what GET /metrics answers a client that names no format. */
   bobMetrics: () => Promise<BobMetricsJson>;

@@ -6,9 +6,13 @@ import { KeyState, StoredRecord, Version } from '../model/version';
 import { OpenedValue, ValueReader } from '../model/value';
 import {
   native,
+  NativeBlobStats,
   NativeCache,
+  NativeCompaction,
+  NativeCompactionStats,
   NativeEngine,
   NativeEngineSet,
+  NativeGarbageSummary,
   NativeOpenOptions,
   NativePutStream,
   NativeRecovery,
@@ -31,6 +35,9 @@ export function newIndexBlockCache(capacity: number): IndexBlockCache {
 }
 export type RecoveryReport = NativeRecovery;
 export type EngineStats = NativeStats;
+export type BlobStats = NativeBlobStats;
+export type CompactionStats = NativeCompactionStats;
+export type GarbageSummary = NativeGarbageSummary;
 
 /** The newest record of one key, without its value. */
 export interface SnapshotEntry {
@@ -41,6 +48,7 @@ export interface SnapshotEntry {
 
 /** Error codes of engine failures (`err.code`). */
 export const EngineErrorCode = {
+  notFound: 'OYSTER_NOT_FOUND',
   corruption: 'OYSTER_CORRUPTION',
   io: 'OYSTER_IO_ERROR',
   closed: 'OYSTER_CLOSED',
@@ -338,10 +346,59 @@ export class EngineSet {
    * `buckets` (any order, repeats allowed), sorted by key bytes, so that two
    * replicas' lists merge in one pass.
    */
+  /**
+   * Starts compacting blob `blobId` of `engine` (one of this set's): records
+   * no read returns are left out, judged across the whole set. Rejects with
+   * OYSTER_NOT_FOUND, OYSTER_INVALID_ARGUMENT (not closed) or OYSTER_BUSY
+   * (a compaction of the engine runs).
+   */
+  async beginCompaction(engine: Engine, blobId: number, tombstones: TombstonePolicy): Promise<Compaction> {
+    const handle = this.handle;
+    if (handle === null) throw new Error('an empty engine set has nothing to compact');
+    return new Compaction(await settle(() => handle.beginCompaction(engine.handle, blobId, tombstones.graceSeconds, tombstones.drop, tombstones.nowSeconds ?? 0)));
+  }
+
+  /** Counts every blob's garbage anew (a scan of every index, as digest). */
+  countGarbage(tombstones: TombstonePolicy): Promise<GarbageSummary> {
+    const handle = this.handle;
+    if (handle === null) return Promise.resolve({ keys: 0, tombstones: 0, garbageRecords: 0, garbageBytes: 0, deadTombstones: 0, deadTombstoneBytes: 0 });
+    return settle(() => handle.countGarbage(tombstones.graceSeconds, tombstones.drop, tombstones.nowSeconds ?? 0));
+  }
+
   async entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]> {
     checkDigestArgs(bits, buckets);
     if (this.handle === null) return [];
     return decodeEntries(await this.handle.entries(bits, Uint32Array.from(buckets)), this.engines[0].keySize);
+  }
+}
+
+/** When a tombstone that hides nothing any more may go (native/engine/tombstone_policy.h). */
+export interface TombstonePolicy {
+  graceSeconds: number;
+  /** False keeps every tombstone (records of the vdisk may still arrive from elsewhere on this node). */
+  drop: boolean;
+  /** Seconds since the epoch to measure the grace from; 0 or absent: now. */
+  nowSeconds?: number;
+}
+
+/**
+ * The compaction of one closed blob of one engine of a set: step through it
+ * (each step reads and writes about `budget` bytes), then install, and close
+ * in any case (an uninstalled compaction's files are removed).
+ */
+export class Compaction {
+  constructor(private readonly handle: NativeCompaction) {}
+
+  step(budget: number): Promise<{ done: boolean; stats: CompactionStats }> {
+    return settle(() => this.handle.step(budget));
+  }
+
+  install(): Promise<CompactionStats> {
+    return settle(() => this.handle.install());
+  }
+
+  close(): Promise<void> {
+    return settle(() => this.handle.close());
   }
 }
 

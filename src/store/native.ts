@@ -49,6 +49,65 @@ export interface NativeStats {
   maxTick: number;
   backgroundError: string | null;
   writeError: string | null;
+  /** Sums of the blobs' garbage (records no read returns any more) and dead tombstones. */
+  garbageRecords: number;
+  garbageBytes: number;
+  deadTombstones: number;
+  deadTombstoneBytes: number;
+  /** Newest blob first. */
+  blobStats: NativeBlobStats[];
+}
+
+/** One blob of an engine (native/engine/engine.h BlobStats). */
+export interface NativeBlobStats {
+  id: number;
+  size: number;
+  records: number;
+  /** Takes no more records and has its index file: may be compacted. */
+  closed: boolean;
+  garbageRecords: number;
+  garbageBytes: number;
+  /** Tombstones a compaction would drop (as of the last garbage count). */
+  deadTombstones: number;
+  deadTombstoneBytes: number;
+}
+
+/** Where a compaction stands (native/engine/compaction.h CompactionStats). */
+export interface NativeCompactionStats {
+  blobId: number;
+  sourceSize: number;
+  sourceRecords: number;
+  entries: number;
+  visited: number;
+  keptRecords: number;
+  droppedRecords: number;
+  droppedTombstones: number;
+  damagedKept: number;
+  bytesRead: number;
+  bytesWritten: number;
+  installed: boolean;
+  /** Of the new blob once installed; 0 when the blob was removed. */
+  newSize: number;
+}
+
+/** One compaction of one closed blob (native/engine/compaction.h). Calls run one after the other. */
+export interface NativeCompaction {
+  /** Decides on and copies records until about `budget` bytes were read and written. */
+  step(budget: number): Promise<{ done: boolean; stats: NativeCompactionStats }>;
+  /** Swaps the new blob in (after step reported done). */
+  install(): Promise<NativeCompactionStats>;
+  /** Drops the compaction; uninstalled, its new files are removed. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What EngineSet::CountGarbage found, summed over the set. */
+export interface NativeGarbageSummary {
+  keys: number;
+  tombstones: number;
+  garbageRecords: number;
+  garbageBytes: number;
+  deadTombstones: number;
+  deadTombstoneBytes: number;
 }
 
 /** A streamed put (native/engine/put_stream.h): a value written piece by piece, published whole. */
@@ -102,6 +161,10 @@ export interface NativeEngineSet {
   digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
   /** The newest records of the keys of `buckets` (each below 2^bits), packed as snapshot packs them, sorted by key. */
   entries(bits: number, buckets: Uint32Array): Promise<Buffer>;
+  /** Compaction::Begin of blob `blobId` of `engine` (one of the set's); nowSeconds 0: now. */
+  beginCompaction(engine: NativeEngine, blobId: number, graceSeconds: number, dropTombstones: boolean, nowSeconds: number): Promise<NativeCompaction>;
+  /** EngineSet::CountGarbage: sets every blob's garbage counts anew. */
+  countGarbage(graceSeconds: number, dropTombstones: boolean, nowSeconds: number): Promise<NativeGarbageSummary>;
 }
 
 /** Whole-file operations on the engine threads (native/addon/files_wrap.h). */

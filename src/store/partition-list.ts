@@ -39,6 +39,11 @@ export interface PartitionInfo {
   name: string;
   start: number;
   recordsCount: number;
+  /** Bytes of blob and index files. */
+  diskBytes: number;
+  /** What compaction would give back, as last counted (compactor.ts). */
+  reclaimableBytes: number;
+  reclaimableRecords: number;
 }
 
 export interface ClosedFiles {
@@ -107,7 +112,19 @@ export class PartitionList {
 
   /** The attached partitions with their record counts. */
   info(): Promise<PartitionInfo[]> {
-    return Promise.all(this.attached.map(async (p) => ({ name: p.dirName, start: p.start, recordsCount: await p.engine.recordsCount() })));
+    return Promise.all(
+      this.attached.map(async (p) => {
+        const st = await p.engine.stats();
+        return {
+          name: p.dirName,
+          start: p.start,
+          recordsCount: st.records,
+          diskBytes: st.diskBytes,
+          reclaimableBytes: st.garbageBytes + st.deadTombstoneBytes,
+          reclaimableRecords: st.garbageRecords + st.deadTombstones,
+        };
+      }),
+    );
   }
 
   async recordsCount(): Promise<number> {

@@ -15,7 +15,7 @@ export interface Target {
   only?: string;
 }
 
-const ENGINE_FILE = /^[^./]+\.(0|[1-9][0-9]{0,18})\.(blob|index|index\.tmp)$/;
+const ENGINE_FILE = /^[^./]+\.(0|[1-9][0-9]{0,18})\.(blob|index|index\.tmp|blob\.new|index\.new)$/;
 // Quarantined blobs are reported with their partition, never walked into.
 const QUARANTINE = 'corrupted';
 

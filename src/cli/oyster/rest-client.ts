@@ -82,6 +82,12 @@ export class RestClient implements DataClient {
     this.agent.destroy();
   }
 
+  /** An admin call (path below the base URL): its JSON answer, if one of the `ok` statuses. */
+  async call(method: string, path: string, ok: number[] = [200]): Promise<unknown> {
+    const res = this.expect(await this.send(method, path), ok);
+    return JSON.parse(res.body.toString('utf8')) as unknown;
+  }
+
   private request(method: string, key: Key, body?: Buffer): Promise<Response> {
     return this.send(method, `/data/${encodeURIComponent(key.text)}`, body);
   }

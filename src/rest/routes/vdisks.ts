@@ -53,7 +53,45 @@ export function vdiskRoutes(d: RestDeps): Router {
     const r = localReplica(ctx);
     const p = (await r.run((v) => v.admin((ps) => ps.info()))).find((i) => i.name === ctx.params.partition);
     if (!p) throw notFound(`partition with id: ${ctx.params.partition} in vdisk ${r.id} not found`);
-    ctx.body = { vdisk_id: r.id, node_name: self, disk_name: r.disk.name, timestamp: p.start, records_count: p.recordsCount };
+    ctx.body = {
+      vdisk_id: r.id,
+      node_name: self,
+      disk_name: r.disk.name,
+      timestamp: p.start,
+      records_count: p.recordsCount,
+      // Oyster: space, and what compaction would give back of it.
+      disk_bytes: p.diskBytes,
+      reclaimable_bytes: p.reclaimableBytes,
+      reclaimable_records: p.reclaimableRecords,
+    };
+  });
+
+  // Oyster: compaction of the vdisk's replicas on this node. POST compacts
+  // every closed blob with anything to reclaim now and answers when done
+  // (?wait=false: at once, 202); GET tells where compaction of their disks stands.
+  const compactorsOf = (ctx: Context) => {
+    const v = vdiskOf(ctx);
+    const replicas = store.localReplicas(v.id);
+    if (replicas.length === 0) throw notFound(`vdisk ${v.id} has no replica on node ${self}`);
+    return { id: v.id, compactors: d.compactors.filter((c) => replicas.some((r) => r.disk === c.disk)) };
+  };
+
+  router.post('/vdisks/:id/compact', async (ctx) => {
+    const { id, compactors } = compactorsOf(ctx);
+    const wait = ctx.query.wait !== 'false';
+    const runs = compactors.map((c) => c.compactNow(id));
+    if (wait) {
+      ctx.body = { vdisk_id: id, disks: await Promise.all(runs) };
+    } else {
+      for (const run of runs) run.catch((err: Error) => d.log.warn({ vdisk: id, err: err.message }, 'compaction asked for failed'));
+      ctx.status = 202;
+      ctx.body = { vdisk_id: id, disks: compactors.map((c) => c.status) };
+    }
+  });
+
+  router.get('/vdisks/:id/compact', (ctx) => {
+    const { id, compactors } = compactorsOf(ctx);
+    ctx.body = { vdisk_id: id, disks: compactors.map((c) => c.status) };
   });
 
   const changeState = async (ctx: Context) => {

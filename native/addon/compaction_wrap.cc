@@ -1,0 +1,241 @@
+#include "addon/compaction_wrap.h"
+
+#include "addon/engine_wrap.h"
+#include "addon/js_args.h"
+#include "addon/js_status.h"
+#include "addon/pool_op.h"
+
+namespace oyster {
+namespace {
+
+Napi::Object StatsToJs(Napi::Env env, const CompactionStats& s) {
+  Napi::Object o = Napi::Object::New(env);
+  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
+  num("blobId", s.blob_id);
+  num("sourceSize", s.source_size);
+  num("sourceRecords", s.source_records);
+  num("entries", s.entries);
+  num("visited", s.visited);
+  num("keptRecords", s.kept_records);
+  num("droppedRecords", s.dropped_records);
+  num("droppedTombstones", s.dropped_tombstones);
+  num("damagedKept", s.damaged_kept);
+  num("bytesRead", s.bytes_read);
+  num("bytesWritten", s.bytes_written);
+  o.Set("installed", Napi::Boolean::New(env, s.installed));
+  num("newSize", s.new_size);
+  return o;
+}
+
+// The tombstone policy from arguments first.. first+2: graceSeconds,
+// dropTombstones, nowSeconds (0: now).
+bool PolicyArgs(const Napi::CallbackInfo& info, size_t first, TombstonePolicy* policy) {
+  uint64_t grace, now;
+  if (!IntegerArg(info, first, "graceSeconds", kMaxSafeInteger, "0..2^53-1", &grace)) return false;
+  if (!info[first + 1].IsBoolean()) {
+    Napi::TypeError::New(info.Env(), "dropTombstones must be a boolean").ThrowAsJavaScriptException();
+    return false;
+  }
+  if (!IntegerArg(info, first + 2, "nowSeconds", kMaxSafeInteger, "0..2^53-1", &now)) return false;
+  policy->grace_seconds = grace;
+  policy->drop = info[first + 1].As<Napi::Boolean>().Value();
+  policy->now_seconds = now;
+  return true;
+}
+
+class BeginOp final : public PoolOp {
+ public:
+  BeginOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, std::shared_ptr<Engine> engine,
+          uint64_t blob_id, const CompactionOptions& options)
+      : PoolOp(env, data), set_(std::move(set)), engine_(std::move(engine)), blob_id_(blob_id), options_(options) {}
+
+  void Run() override { status_ = Compaction::Begin(*set_, engine_, blob_id_, options_, &compaction_); }
+
+  Napi::Value Result(Napi::Env env) override { return CompactionWrap::New(env, data_, std::move(compaction_)); }
+
+ private:
+  const std::shared_ptr<const EngineSet> set_;
+  const std::shared_ptr<Engine> engine_;
+  const uint64_t blob_id_;
+  const CompactionOptions options_;
+  std::unique_ptr<Compaction> compaction_;
+};
+
+class StepOp final : public PoolOp {
+ public:
+  StepOp(Napi::Env env, std::shared_ptr<Compaction> c, uint64_t budget)
+      : PoolOp(env, env.GetInstanceData<AddonData>()), compaction_(std::move(c)), budget_(budget) {}
+
+  void Run() override {
+    status_ = compaction_->Step(budget_, &done_);
+    stats_ = compaction_->stats();
+  }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("done", Napi::Boolean::New(env, done_));
+    o.Set("stats", StatsToJs(env, stats_));
+    return o;
+  }
+
+ private:
+  const std::shared_ptr<Compaction> compaction_;
+  const uint64_t budget_;
+  bool done_ = false;
+  CompactionStats stats_;
+};
+
+class InstallOp final : public PoolOp {
+ public:
+  InstallOp(Napi::Env env, std::shared_ptr<Compaction> c)
+      : PoolOp(env, env.GetInstanceData<AddonData>()), compaction_(std::move(c)) {}
+
+  void Run() override {
+    status_ = compaction_->Install();
+    stats_ = compaction_->stats();
+  }
+
+  Napi::Value Result(Napi::Env env) override { return StatsToJs(env, stats_); }
+
+ private:
+  const std::shared_ptr<Compaction> compaction_;
+  CompactionStats stats_;
+};
+
+// Lets go of the compaction on the pool: an uninstalled one removes its files.
+class DropOp final : public PoolOp {
+ public:
+  DropOp(Napi::Env env, std::shared_ptr<Compaction> c)
+      : PoolOp(env, env.GetInstanceData<AddonData>()), compaction_(std::move(c)) {}
+
+  void Run() override { compaction_.reset(); }
+
+ private:
+  std::shared_ptr<Compaction> compaction_;
+};
+
+class CountGarbageOp final : public PoolOp {
+ public:
+  CountGarbageOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, const TombstonePolicy& policy)
+      : PoolOp(env, data), set_(std::move(set)), policy_(policy) {}
+
+  void Run() override { status_ = set_->CountGarbage(EngineSet::ScanOptions(), policy_, &summary_); }
+
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Object o = Napi::Object::New(env);
+    auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
+    num("keys", summary_.keys);
+    num("tombstones", summary_.tombstones);
+    num("garbageRecords", summary_.garbage_records);
+    num("garbageBytes", summary_.garbage_bytes);
+    num("deadTombstones", summary_.dead_tombstones);
+    num("deadTombstoneBytes", summary_.dead_tombstone_bytes);
+    return o;
+  }
+
+ private:
+  const std::shared_ptr<const EngineSet> set_;
+  const TombstonePolicy policy_;
+  EngineSet::GarbageSummary summary_;
+};
+
+}  // namespace
+
+Napi::Function CompactionWrap::Define(Napi::Env env) {
+  return DefineClass(env, "Compaction",
+                     {
+                         InstanceMethod<&CompactionWrap::Step>("step"),
+                         InstanceMethod<&CompactionWrap::Install>("install"),
+                         InstanceMethod<&CompactionWrap::Close>("close"),
+                     });
+}
+
+Napi::Object CompactionWrap::New(Napi::Env env, AddonData* data, std::unique_ptr<Compaction> compaction) {
+  Napi::Object o = data->compaction_ctor().New({});
+  CompactionWrap* w = Unwrap(o);
+  w->compaction_ = std::move(compaction);
+  w->strand_ = std::make_shared<Strand>(data->pool());
+  w->pool_ = data->weak_pool();
+  return o;
+}
+
+CompactionWrap::CompactionWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CompactionWrap>(info) {}
+
+CompactionWrap::~CompactionWrap() {
+  std::shared_ptr<ThreadPool> pool = pool_.lock();
+  if (compaction_ && pool) pool->Schedule([c = std::move(compaction_)]() mutable { c.reset(); });
+}
+
+Napi::Value CompactionWrap::Begin(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
+  Napi::Env env = info.Env();
+  EngineWrap* engine = info[0].IsObject() ? EngineWrap::Unwrap(info[0].As<Napi::Object>()) : nullptr;
+  if (engine == nullptr || !engine->engine()) {
+    Napi::TypeError::New(env, "engine must be an open engine").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  uint64_t blob_id;
+  CompactionOptions options;
+  if (!IntegerArg(info, 1, "blobId", kMaxSafeInteger, "0..2^53-1", &blob_id) ||
+      !PolicyArgs(info, 2, &options.tombstones)) {
+    return env.Undefined();
+  }
+  auto* op = new BeginOp(env, env.GetInstanceData<AddonData>(), set, engine->engine(), blob_id, options);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+Napi::Value CompactionWrap::CountGarbage(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
+  Napi::Env env = info.Env();
+  TombstonePolicy policy;
+  if (!PolicyArgs(info, 0, &policy)) return env.Undefined();
+  auto* op = new CountGarbageOp(env, env.GetInstanceData<AddonData>(), set, policy);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
+
+namespace {
+
+Napi::Value Rejected(Napi::Env env, const Status& s) {
+  auto d = Napi::Promise::Deferred::New(env);
+  d.Reject(StatusToError(env, s).Value());
+  return d.Promise();
+}
+
+}  // namespace
+
+Napi::Value CompactionWrap::Step(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint64_t budget;
+  if (!IntegerArg(info, 0, "budget", kMaxSafeInteger, "0..2^53-1", &budget)) return env.Undefined();
+  if (!compaction_) return Rejected(env, Status::Closed("the compaction is closed"));
+  auto* op = new StepOp(env, compaction_, budget);
+  Napi::Promise p = op->promise();
+  op->ScheduleOn(strand_.get());
+  return p;
+}
+
+Napi::Value CompactionWrap::Install(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!compaction_) return Rejected(env, Status::Closed("the compaction is closed"));
+  auto* op = new InstallOp(env, compaction_);
+  Napi::Promise p = op->promise();
+  op->ScheduleOn(strand_.get());
+  return p;
+}
+
+Napi::Value CompactionWrap::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!compaction_) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Resolve(env.Undefined());
+    return d.Promise();
+  }
+  auto* op = new DropOp(env, std::move(compaction_));
+  Napi::Promise p = op->promise();
+  op->ScheduleOn(strand_.get());
+  return p;
+}
+
+}  // namespace oyster

@@ -1,0 +1,262 @@
+// Compaction on a real node: what it gives back, that it fails no request
+// and serves no stale value while it runs, that a kill at any moment of it
+// loses and resurrects nothing, and that it refuses to make a full disk
+// fuller. Every key's expected state comes from a model of the
+// acknowledged operations (./lib.ts KeyModel).
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import type { Test } from 'tap';
+import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
+import { tempDir } from '../helpers/tmpdir';
+import { KeyModel, Rest, Rng, seedFromEnv, sleep } from './lib';
+
+const VALUE = 4096;
+
+/** Value `seq` of key: its first bytes say which, so a read tells what it got. */
+function valueOf(key: number, seq: number, size = VALUE): Buffer {
+  const b = Buffer.alloc(size, (key * 31 + seq) & 0xff);
+  b.write(`${key}:${seq}:`, 0, 'latin1');
+  return b;
+}
+
+function seqOf(value: Buffer): number {
+  return Number(value.toString('latin1', 0, 24).split(':')[1]);
+}
+
+/** Bytes of blob and index files under dir, and the compaction files left there. */
+function stored(dir: string): { bytes: number; leftovers: string[] } {
+  let bytes = 0;
+  const leftovers: string[] = [];
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.(blob|index)$/.test(e.name)) bytes += fs.statSync(p).size;
+      else if (/\.(blob\.new|index\.new|index\.tmp)$/.test(e.name)) leftovers.push(p);
+    }
+  };
+  walk(dir);
+  return { bytes, leftovers };
+}
+
+async function setup(t: Test, compaction: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, pearl: Record<string, unknown> = {}) {
+  // Compaction runs when asked (interval far off), at full speed unless a test slows it.
+  return writeCluster(
+    tempDir(t),
+    { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 },
+    { maxDataInBlob: 200, extra: { ...extra, compaction: { interval: '1h', rate: '1 GiB', ...compaction } }, pearl },
+  );
+}
+
+/** Runs ops, those of one key one after the other in the given order (so that acknowledgements follow versions). */
+async function writeAll(rest: Rest, node: OysterProcess, model: KeyModel[], ops: Array<{ key: number; value: Buffer | null }>, concurrency = 16): Promise<void> {
+  const byKey = new Map<number, Array<Buffer | null>>();
+  for (const { key, value } of ops) byKey.set(key, [...(byKey.get(key) ?? []), value]);
+  const keys = [...byKey.keys()];
+  let next = 0;
+  const worker = async () => {
+    while (next < keys.length) {
+      const key = keys[next++];
+      for (const value of byKey.get(key)!) {
+        const r = await rest.request(node.url, value ? 'POST' : 'DELETE', `/data/${key}`, value ?? undefined);
+        if (r.status === (value ? 201 : 200)) model[key].ack(value);
+        else model[key].fail(value);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+async function checkAll(t: Test, rest: Rest, node: OysterProcess, model: KeyModel[], what: string): Promise<void> {
+  let bad = 0;
+  for (let key = 0; key < model.length; key++) {
+    const r = await rest.request(node.url, 'GET', `/data/${key}`);
+    const state = r.status === 200 ? r.body : r.status === 404 ? null : undefined;
+    if (state === undefined || !model[key].allows(state)) {
+      if (++bad <= 5) t.fail(`${what}: key ${key} reads ${r.status} ${state ? JSON.stringify(state.toString('latin1', 0, 16)) : ''}, ${model[key].describe()}`);
+    }
+  }
+  if (bad === 0) t.pass(`${what}: all ${model.length} keys read as acknowledged`);
+}
+
+t.test('overwritten ten times, half deleted: compaction leaves at most 1.3x the live bytes, also after a restart', async (t) => {
+  const files = await setup(t);
+  let node = await startNode(files, 'n1');
+  const rest = new Rest();
+  t.teardown(async () => {
+    rest.close();
+    if (node.child.exitCode === null && node.child.signalCode === null) await node.stop();
+  });
+  const KEYS = 1000;
+  const model = Array.from({ length: KEYS }, () => new KeyModel());
+  for (let round = 1; round <= 10; round++) {
+    await writeAll(rest, node, model, Array.from({ length: KEYS }, (_, key) => ({ key, value: valueOf(key, round) })));
+  }
+  await writeAll(rest, node, model, Array.from({ length: KEYS / 2 }, (_, i) => ({ key: i * 2, value: null })));
+  const live = (KEYS / 2) * VALUE;
+  const before = stored(files.disks.n1.d1).bytes;
+  t.ok(before > 8 * live, `before: ${before} bytes on disk for ${live} live bytes`);
+
+  const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact');
+  t.equal(answer.status, 200, `POST /vdisks/0/compact: ${answer.body.toString().slice(0, 300)}`);
+  const state = JSON.parse(answer.body.toString()) as { disks: Array<{ blobsCompacted: number; bytesReclaimed: number }> };
+  t.ok(state.disks[0].blobsCompacted > 0, `${state.disks[0].blobsCompacted} blobs compacted`);
+  const after = stored(files.disks.n1.d1);
+  t.ok(after.bytes <= 1.3 * live, `after: ${after.bytes} bytes on disk, ${(after.bytes / live).toFixed(2)}x the live bytes`);
+  t.same(after.leftovers, [], 'no compaction file left');
+  await checkAll(t, rest, node, model, 'after compaction');
+
+  const partitions = JSON.parse((await rest.request(node.url, 'GET', '/vdisks/0/partitions')).body.toString()) as { partitions: string[] };
+  const p = JSON.parse((await rest.request(node.url, 'GET', `/vdisks/0/partitions/${partitions.partitions[0]}`)).body.toString()) as Record<string, number>;
+  t.ok(p.disk_bytes > 0 && p.reclaimable_bytes >= 0 && p.reclaimable_bytes < p.disk_bytes, `partition: ${JSON.stringify(p)}`);
+  const metrics = (await rest.request(node.url, 'GET', '/metrics')).body.toString();
+  t.match(metrics, /oyster_compaction_blobs_total\{disk="d1"\} [1-9]/, 'compacted blobs counted');
+  t.match(metrics, /oyster_reclaimable_bytes\{disk="d1",vdisk="0"\} \d+/, 'reclaimable bytes per vdisk');
+
+  t.equal(await node.stop(), 0, 'stopped');
+  // The offline checker reads compacted blobs as any others.
+  const check = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', '..', 'bin', 'oyster.js'), 'blob', 'check', files.disks.n1.d1], { encoding: 'utf8' });
+  t.equal(check.status, 0, `oyster blob check: ${check.stdout.slice(-300)}${check.stderr.slice(-300)}`);
+  node = await startNode(files, 'n1');
+  await checkAll(t, rest, node, model, 'after a restart');
+});
+
+t.test('8 writers and readers while the blobs of their keys are compacted: no request fails, no read is stale', async (t) => {
+  // Slowed down so that the load meets the compaction.
+  const files = await setup(t, { rate: '4 MiB' });
+  const node = await startNode(files, 'n1');
+  const rest = new Rest();
+  t.teardown(async () => {
+    rest.close();
+    await node.stop();
+  });
+  const KEYS = 400;
+  const model = Array.from({ length: KEYS }, () => new KeyModel());
+  const seqs = new Array<number>(KEYS).fill(0);
+  for (let round = 1; round <= 6; round++) {
+    await writeAll(rest, node, model, Array.from({ length: KEYS }, (_, key) => ({ key, value: valueOf(key, round) })));
+    seqs.fill(round);
+  }
+  // Writer w owns the keys w, w + 4, ...: a key's acknowledged sequence only grows.
+  const rng = new Rng(seedFromEnv());
+  let stop = false;
+  let failed = 0;
+  let stale = 0;
+  let reads = 0;
+  let writes = 0;
+  const problems: string[] = [];
+  const writer = async (w: number) => {
+    while (!stop) {
+      const key = w + 4 * rng.int(KEYS / 4);
+      const seq = seqs[key] + 1;
+      const r = await rest.request(node.url, 'POST', `/data/${key}`, valueOf(key, seq));
+      writes++;
+      if (r.status === 201) seqs[key] = seq;
+      else if (++failed <= 5) problems.push(`POST ${key}: ${r.status} ${r.body.toString().slice(0, 200)}`);
+    }
+  };
+  const reader = async () => {
+    while (!stop) {
+      const key = rng.int(KEYS);
+      const floor = seqs[key];
+      const r = await rest.request(node.url, 'GET', `/data/${key}`);
+      reads++;
+      if (r.status !== 200) {
+        if (++failed <= 5) problems.push(`GET ${key}: ${r.status}`);
+      } else if (seqOf(r.body) < floor || !r.body.equals(valueOf(key, seqOf(r.body)))) {
+        if (++stale <= 5) problems.push(`GET ${key}: sequence ${seqOf(r.body)}, ${floor} acknowledged before the read`);
+      }
+    }
+  };
+  const load = [0, 1, 2, 3].map(writer).concat([0, 1, 2, 3].map(reader));
+  await sleep(200);
+  const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact', undefined, 120_000);
+  stop = true;
+  await Promise.all(load);
+  t.equal(answer.status, 200, 'compaction done');
+  const state = JSON.parse(answer.body.toString()) as { disks: Array<{ blobsCompacted: number }> };
+  t.ok(state.disks[0].blobsCompacted > 0, `${state.disks[0].blobsCompacted} blobs compacted under ${writes} writes and ${reads} reads`);
+  t.same(problems, [], 'no failed request, no stale read');
+  t.equal(failed, 0, 'failed requests');
+  t.equal(stale, 0, 'stale reads');
+  for (let key = 0; key < KEYS; key++) {
+    const r = await rest.request(node.url, 'GET', `/data/${key}`);
+    if (r.status !== 200 || seqOf(r.body) !== seqs[key]) t.fail(`key ${key}: ${r.status} ${r.status === 200 ? seqOf(r.body) : ''}, expected ${seqs[key]}`);
+  }
+});
+
+t.test('SIGKILL at random moments of compactions: nothing lost, nothing resurrected, no file left behind', async (t) => {
+  const files = await setup(t, { rate: '2 MiB' });
+  let node = await startNode(files, 'n1');
+  const rest = new Rest();
+  t.teardown(async () => {
+    rest.close();
+    if (node.child.exitCode === null && node.child.signalCode === null) await node.stop();
+  });
+  const rng = new Rng(seedFromEnv());
+  const KEYS = 600;
+  const model = Array.from({ length: KEYS }, () => new KeyModel());
+  let seq = 0;
+  let killedWhileRunning = 0;
+  for (let kill = 0; kill < 6; kill++) {
+    // More garbage: overwrites and deletes of random keys.
+    const ops = Array.from({ length: 1500 }, () => {
+      const key = rng.int(KEYS);
+      return { key, value: rng.next() < 0.2 ? null : valueOf(key, ++seq) };
+    });
+    await writeAll(rest, node, model, ops);
+    const started = await rest.request(node.url, 'POST', '/vdisks/0/compact?wait=false');
+    t.equal(started.status, 202, 'compaction started');
+    await sleep(rng.int(400));
+    const status = JSON.parse((await rest.request(node.url, 'GET', '/vdisks/0/compact')).body.toString()) as { disks: Array<{ running: boolean }> };
+    if (status.disks[0].running) killedWhileRunning++;
+    await node.kill();
+    node = await startNode(files, 'n1');
+    t.same(stored(files.disks.n1.d1).leftovers, [], `kill ${kill + 1}: no compaction file left after the restart`);
+    await checkAll(t, rest, node, model, `kill ${kill + 1}`);
+  }
+  t.ok(killedWhileRunning > 0, `${killedWhileRunning} of 6 kills hit a compaction under way`);
+  const done = await rest.request(node.url, 'POST', '/vdisks/0/compact', undefined, 120_000);
+  t.equal(done.status, 200, 'a last compaction runs to the end');
+  await checkAll(t, rest, node, model, 'at the end');
+});
+
+const root = process.getuid?.() === 0;
+
+t.test('a disk without room for what a blob keeps: compaction refuses with a log line, the disk keeps serving', { skip: root ? false : 'mounting a tmpfs needs root' }, async (t) => {
+  const files = await setup(t, {}, { min_free_space: '1 MiB' }, { max_data_in_blob: 1000 });
+  const disk = files.disks.n1.d1;
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', disk]);
+  t.teardown(() => execFileSync('umount', ['-l', disk]));
+  const node = await startNode(files, 'n1');
+  const rest = new Rest();
+  t.teardown(async () => {
+    rest.close();
+    await node.stop();
+  });
+  const KEYS = 1000;
+  const model = Array.from({ length: KEYS }, () => new KeyModel());
+  // One blob of about 4 MiB of which a third is garbage, then writes until
+  // the disk has less room than that blob keeps.
+  await writeAll(rest, node, model, Array.from({ length: KEYS }, (_, key) => ({ key, value: valueOf(key, 1) })));
+  await writeAll(rest, node, model, Array.from({ length: 330 }, (_, key) => ({ key, value: valueOf(key, 2) })));
+  let key = 0;
+  for (;;) {
+    const st = fs.statfsSync(disk);
+    if (st.bavail * st.bsize < 2.5 * 1024 * 1024) break;
+    await writeAll(rest, node, model, [{ key: key % 330, value: valueOf(key % 330, 3 + Math.floor(key / 330)) }]);
+    key++;
+  }
+  const linesBefore = node.output.length;
+  const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact');
+  t.equal(answer.status, 200, 'asked');
+  const refusal = node.output.slice(linesBefore).find((l) => /compaction of blob \d+ refused/.test(l));
+  t.ok(refusal, `a log line says why: ${refusal?.slice(0, 300)}`);
+  const metrics = (await rest.request(node.url, 'GET', '/metrics')).body.toString();
+  t.match(metrics, /oyster_compaction_skipped_total\{disk="d1",reason="no_space"\} [1-9]/, 'counted as skipped for lack of room');
+  const w = await rest.request(node.url, 'POST', '/data/5000', valueOf(5000, 1, 100));
+  t.equal(w.status, 201, 'the disk still takes writes');
+  await checkAll(t, rest, node, model, 'after the refusal');
+});
