@@ -206,6 +206,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
  private:
   friend class Compaction;  // claims the engine, replaces a blob
   friend class PutStream;
+  friend class Scrub;  // counts the damage it finds, repairs a damaged index as reads do
   friend class ValueReader;  // counts the corruption its reads meet
 
   struct BlobSet {
