@@ -38,11 +38,20 @@ Status RecordWalker::Bytes(uint64_t offset, size_t n, const char** data) {
   const uint64_t size = blob_->size();
   if (offset + n > size) return blob_->Damaged("record runs past the end of the blob", offset);
   const size_t len = static_cast<size_t>(std::min<uint64_t>(std::max(n, kPieceSize), size - offset));
+  // What of the request the window holds already (it starts inside it, as a
+  // value's first piece starts inside the window its header was read with)
+  // moves to the front instead of being read again.
+  size_t kept = 0;
+  if (offset >= window_start_ && offset < window_start_ + window_len_) {
+    kept = static_cast<size_t>(window_start_ + window_len_ - offset);
+    std::memmove(window_.data(), window_.data() + (offset - window_start_), kept);
+  }
   window_.resize(std::max(window_.size(), len));
   size_t got = 0;
-  Status s = blob_->file()->Read(offset, len, window_.data(), &got);
+  Status s = blob_->file()->Read(offset + kept, len - kept, window_.data() + kept, &got);
   if (!s.ok()) return s;
   bytes_read_ += got;
+  got += kept;
   window_start_ = offset;
   window_len_ = got;
   if (got < n) return blob_->Damaged("record truncated", offset);

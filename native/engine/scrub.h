@@ -65,7 +65,7 @@ class Scrub {
   // Checks further records in file order, stopping once about `budget`
   // bytes were read (at least one record). The file is read in windows of
   // RecordWalker::kPieceSize bytes, so a step reads at most about budget +
-  // one record + two windows. Sets *done once every record was checked.
+  // one record + one window. Sets *done once every record was checked.
   //
   // A record whose header or value fails its checks is added to damaged()
   // and counted in the engine's corrupt reads (EngineStats::corrupt_reads),
