@@ -86,6 +86,7 @@ t.test('a node.yaml with every key', async (t) => {
     },
     tls: { caCertPath: 'my_ca.pem', domainName: 'bob', certPath: 'server.pem', pkeyPath: 'server.key', rest: false, grpc: false },
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
+    compaction: { enabled: true, garbageRatio: 0.3, interval: 60 * S, rate: 64 * MiB, tombstoneGrace: 10 * 86_400 * S, scrubInterval: 7 * 86_400 * S },
     noEffect: Object.keys(NO_EFFECT_KEYS),
   });
 });
@@ -149,6 +150,7 @@ t.test('defaults of every optional key', async (t) => {
     metrics: { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000', restFormat: 'prometheus' },
     tls: undefined,
     antiEntropy: { enabled: true, interval: 60 * S, rate: 64 * MiB },
+    compaction: { enabled: true, garbageRatio: 0.3, interval: 60 * S, rate: 64 * MiB, tombstoneGrace: 10 * 86_400 * S, scrubInterval: 7 * 86_400 * S },
     noEffect: ['pearl.settings.create_pearl_wait_delay'],
   });
   t.strictSame(DEFAULT_METRICS, { graphiteEnabled: false, prometheusEnabled: false, prometheusAddr: '127.0.0.1:9000', restFormat: 'prometheus' });
@@ -300,6 +302,17 @@ t.test('top-level values', async (t) => {
   t.same(extra('http_request_timeout: 20s\nhttp_headers_timeout: 20s').config.httpRequestTimeout, 20 * S);
   t.same(extra('anti_entropy:\n  interval: 10s\n  rate: 1 MiB\n  enabled: false').config.antiEntropy, { enabled: false, interval: 10 * S, rate: MiB });
   t.same(extra('anti_entropy:\n  rate: 0').lines, ['anti_entropy.rate: must be greater than 0']);
+  t.same(extra('compaction:\n  garbage_ratio: 0.5\n  tombstone_grace: 1h\n  rate: 8 MiB').config.compaction, {
+    enabled: true,
+    garbageRatio: 0.5,
+    interval: 60 * S,
+    rate: 8 * MiB,
+    tombstoneGrace: 3600 * S,
+    scrubInterval: 7 * 86_400 * S,
+  });
+  t.same(extra('compaction:\n  garbage_ratio: 1.5').lines, ['compaction.garbage_ratio: must be above 0 and at most 1']);
+  t.same(extra('compaction:\n  garbage_ratio: lots').lines, ['compaction.garbage_ratio: must be a number']);
+  t.same(extra('compaction:\n  rate: 0').lines, ['compaction.rate: must be greater than 0']);
   t.same(extra('anti_entropy:\n  interval: 0s').lines, ['anti_entropy.interval: must be greater than 0']);
   t.same(
     extra('anti_entropy:\n  every: 1m').warnings.map((w) => w.key),
