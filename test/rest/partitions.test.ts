@@ -63,8 +63,9 @@ t.test('partitions of vdisk 0', async (t) => {
     const r = await api.get(`/vdisks/0/partitions/${name(p1)}`);
     t.equal(r.status, 200);
     t.ok(isJson(r));
-    t.same(r.json(), { vdisk_id: 0, node_name: 'solo', disk_name: 'disk1', timestamp: p1, records_count: 2 });
-    t.same((await api.json(`/vdisks/0/partitions/${name(p2)}`)), { vdisk_id: 0, node_name: 'solo', disk_name: 'disk1', timestamp: p2, records_count: 2 });
+    t.same(Object.keys(r.json() as object), ['vdisk_id', 'node_name', 'disk_name', 'timestamp', 'records_count', 'disk_bytes', 'reclaimable_bytes', 'reclaimable_records']);
+    t.match(r.json(), { vdisk_id: 0, node_name: 'solo', disk_name: 'disk1', timestamp: p1, records_count: 2, disk_bytes: Number, reclaimable_bytes: 0, reclaimable_records: 0 });
+    t.match(await api.json(`/vdisks/0/partitions/${name(p2)}`), { vdisk_id: 0, node_name: 'solo', disk_name: 'disk1', timestamp: p2, records_count: 2, disk_bytes: Number });
     failure(t, await api.get(`/vdisks/0/partitions/${p1}_nothash`), 404, new RegExp(`${p1}_nothash`), 'unknown partition id');
     failure(t, await api.get(`/vdisks/0/partitions/${p1}`), 404, undefined, 'a bare timestamp is not a partition id');
     failure(t, await api.get(`/vdisks/1/partitions/${name(p2)}`), 404, undefined, 'a partition of another vdisk');
@@ -141,7 +142,7 @@ t.test('partitions of vdisk 0', async (t) => {
       statusExt(t, await api.post('/vdisks/0/remount'), 200, true, 'vdisk 0 successfully restarted');
       t.same(await partitions(), [name(copy), name(p2)].sort());
       t.same([await value(0), await value(2), await value(4), await value(6)], ['v0', 'v2', 'v4', 'v6']);
-      t.same(await api.json(`/vdisks/0/partitions/${name(copy)}`), { vdisk_id: 0, node_name: 'solo', disk_name: 'disk1', timestamp: copy, records_count: 2 });
+      t.match(await api.json(`/vdisks/0/partitions/${name(copy)}`), { vdisk_id: 0, node_name: 'solo', disk_name: 'disk1', timestamp: copy, records_count: 2, disk_bytes: Number, reclaimable_bytes: 0, reclaimable_records: 0 });
     });
 
     t.test('DELETE of an attached old partition', async (t) => {
