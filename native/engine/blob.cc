@@ -32,7 +32,8 @@ Blob::Blob(uint64_t id, uint32_t format, std::unique_ptr<File> file, uint64_t si
       max_ts_stamp_(reader->header().max_stamp_of_newest),
       max_stamp_(reader->header().max_stamp),
       index_build_claimed_(true),
-      reader_(std::move(reader)) {}
+      reader_(std::move(reader)),
+      filter_(reader_.get()) {}
 
 Status Blob::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait) const {
   std::shared_lock<std::shared_mutex> l(mu_, std::defer_lock);
@@ -95,22 +96,22 @@ Status Blob::Damaged(const std::string& what, uint64_t offset) const {
   return Status::Corruption(what + " in " + file_->path() + " at offset " + std::to_string(offset));
 }
 
-void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size) {
-  Insert(records.data(), records.size());
+void Blob::Publish(const std::vector<NewRecord>& records, uint64_t new_size, ActiveIndex::Displaced* displaced) {
+  Insert(records.data(), records.size(), displaced);
   size_.store(new_size, std::memory_order_release);
 }
 
-void Blob::PublishStreamed(const NewRecord& record) { Insert(&record, 1); }
+void Blob::PublishStreamed(const NewRecord& record, ActiveIndex::Displaced* displaced) {
+  Insert(&record, 1, displaced);
+}
 
-void Blob::Insert(const NewRecord* records, size_t n) {
+void Blob::Insert(const NewRecord* records, size_t n, ActiveIndex::Displaced* displaced) {
   // Streamed puts publish from other threads than the writer: under the lock.
   std::unique_lock<std::shared_mutex> l(mu_);
   Version hi = max_version();
   uint64_t hi_stamp = max_stamp_.load(std::memory_order_relaxed);
-  ActiveIndex::Displaced displaced;
   for (size_t i = 0; i < n; i++) {
-    active_->Insert(records[i].key, records[i].key_hash, records[i].entry, &displaced);
-    if (displaced.any) AddGarbage(1, RecordBytes(displaced.entry));
+    active_->Insert(records[i].key, records[i].key_hash, records[i].entry, &displaced[i]);
     if (CompareVersions(records[i].entry.version, hi) > 0) hi = records[i].entry.version;
     hi_stamp = std::max(hi_stamp, records[i].entry.version.stamp);
   }
@@ -175,17 +176,18 @@ void Blob::AttachIndexReader(std::unique_ptr<IndexReader> reader) {
     std::unique_lock<std::shared_mutex> l(mu_);
     reader_ = std::move(reader);
     old = std::move(active_);
+    filter_.store(reader_.get(), std::memory_order_release);
   }
   index_generation_.fetch_add(1, std::memory_order_acq_rel);
   // `old` is freed here, outside the lock.
 }
 
 void Blob::ReplaceIndexReader(std::unique_ptr<IndexReader> reader) {
-  std::unique_ptr<IndexReader> old;
   {
     std::unique_lock<std::shared_mutex> l(mu_);
-    old = std::move(reader_);
+    retired_.push_back(std::move(reader_));
     reader_ = std::move(reader);
+    filter_.store(reader_.get(), std::memory_order_release);
   }
   index_generation_.fetch_add(1, std::memory_order_acq_rel);
 }

@@ -68,6 +68,13 @@ class Blob {
   // Thread-safe lookup of the newest entry of key in this blob. With
   // no_wait, WouldBlock rather than waiting for a writer's lock or the disk.
   Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait = false) const;
+  // False when Find would certainly not find the key: the blob is indexed
+  // and its bloom filter says so. Lock-free, to pass over many blobs
+  // cheaply.
+  bool MayContain(uint64_t key_hash) const {
+    const IndexReader* r = filter_.load(std::memory_order_acquire);
+    return r == nullptr || r->MayContain(key_hash);
+  }
   // Reads the record an entry points at and verifies it belongs to `key`
   // and passes its checksum; Corruption otherwise. With no_wait, WouldBlock
   // when the record is not in the page cache.
@@ -88,13 +95,18 @@ class Blob {
     uint64_t key_hash;
     IndexEntry entry;
   };
-  // Publishes records already written to the file; the blob now ends at new_size.
-  void Publish(const std::vector<NewRecord>& records, uint64_t new_size);
+  // Publishes records already written to the file; the blob now ends at
+  // new_size. displaced[i] receives, under the lock lookups take, what
+  // records[i] did to its key's entry in the blob (the entry it displaced,
+  // or itself if it lost to it): for the garbage accounting
+  // (GarbageLedger), which counts nothing here.
+  void Publish(const std::vector<NewRecord>& records, uint64_t new_size, ActiveIndex::Displaced* displaced);
   // Space for a streamed put, written void: the blob now ends at new_size,
   // and one stream is open on it until EndStream.
   void Reserve(uint64_t new_size);
-  // Publishes the record of a streamed put, whose space Reserve took.
-  void PublishStreamed(const NewRecord& record);
+  // Publishes the record of a streamed put, whose space Reserve took; as
+  // Publish does.
+  void PublishStreamed(const NewRecord& record, ActiveIndex::Displaced* displaced);
   // A stream opened by Reserve has ended (published or left void). True
   // when it was the last one and an index build was refused meanwhile: the
   // caller builds the index now.
@@ -102,12 +114,18 @@ class Blob {
 
   // True while lookups are served from memory (no index file yet).
   bool in_memory() const;
+  // The opposite, without the lock: once true, no record is published any
+  // more and max_version() is final (an in-memory blob's may be read torn
+  // during a publish).
+  bool indexed() const { return filter_.load(std::memory_order_acquire) != nullptr; }
   // The in-memory index; only valid while in_memory() and once no more records
   // are published (the blob is sealed).
   const ActiveIndex& sealed_index() const { return *active_; }
   // Switches lookups to the index file and frees the in-memory index.
   void AttachIndexReader(std::unique_ptr<IndexReader> reader);
-  // Serves lookups from a rebuilt index file instead of a damaged one.
+  // Serves lookups from a rebuilt index file instead of a damaged one. The
+  // reader replaced is kept until the blob goes: MayContain may be reading
+  // its filter (repairs are rare).
   void ReplaceIndexReader(std::unique_ptr<IndexReader> reader);
   // Changes whenever the index serving lookups changes.
   uint64_t index_generation() const { return index_generation_.load(std::memory_order_acquire); }
@@ -119,11 +137,11 @@ class Blob {
 
   // ---- Garbage: records of this blob no read returns any more, because a
   // newer record of their key exists in the vdisk (superseded, or deleted
-  // under a tombstone), or because they are void. Counted as records
-  // displace each other in the blob, as the engine accounts writes against
-  // older blobs (Engine::Account), and set anew by a recount
-  // (EngineSet::CountGarbage). An estimate, to choose what to compact: a
-  // compaction decides record by record.
+  // under a tombstone), or because they are void. Counted as writes arrive,
+  // each against the older records of its key across the vdisk
+  // (GarbageLedger), and set anew by a recount (EngineSet::CountGarbage).
+  // An estimate, to choose what to compact: a compaction decides record by
+  // record.
   uint64_t garbage_records() const { return garbage_records_.load(std::memory_order_relaxed); }
   uint64_t garbage_bytes() const { return garbage_bytes_.load(std::memory_order_relaxed); }
   void AddGarbage(uint64_t records, uint64_t bytes);
@@ -161,11 +179,13 @@ class Blob {
   int open_streams_ = 0;
   bool build_refused_ = false;
 
-  void Insert(const NewRecord* records, size_t n);
+  void Insert(const NewRecord* records, size_t n, ActiveIndex::Displaced* displaced);
 
-  mutable std::shared_mutex mu_;  // guards active_ and reader_
+  mutable std::shared_mutex mu_;  // guards active_, reader_ and retired_
   std::unique_ptr<ActiveIndex> active_;
   std::unique_ptr<IndexReader> reader_;
+  std::vector<std::unique_ptr<IndexReader>> retired_;  // replaced by ReplaceIndexReader
+  std::atomic<const IndexReader*> filter_{nullptr};  // reader_ once indexed, read without the lock
 };
 
 }  // namespace oyster

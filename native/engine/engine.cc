@@ -3,10 +3,12 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "engine/blob_scanner.h"
 #include "engine/format.h"
+#include "engine/garbage_ledger.h"
 #include "engine/index_builder.h"
 #include "util/coding.h"
 #include "util/hash.h"
@@ -36,6 +38,18 @@ uint64_t BatchBytes(const WriteRequest* r, size_t key_size) {
   return r->streamed ? RecordHeaderSize(kBlobFormatVersion, key_size) : RecordBytes(r, key_size);
 }
 
+// The records published into `blob`, for the ledger.
+GarbageLedger::Batch LedgerBatch(const Engine* engine, Blob* blob, const std::vector<Blob::NewRecord>& records,
+                                 const std::vector<ActiveIndex::Displaced>& displaced) {
+  GarbageLedger::Batch b;
+  b.engine = engine;
+  b.blob = blob;
+  b.records = records.data();
+  b.displaced = displaced.data();
+  b.n = records.size();
+  return b;
+}
+
 }  // namespace
 
 Engine::Engine(const EngineOptions& options, std::string dir)
@@ -53,6 +67,8 @@ Status Engine::Open(const EngineOptions& options, const std::string& dir,
   Status s = options.Validate();
   if (!s.ok()) return s;
   std::shared_ptr<Engine> e(new Engine(options, dir));
+  // Its own vdisk until an EngineSet makes it part of one.
+  e->JoinLedger(std::make_shared<GarbageLedger>(std::vector<std::weak_ptr<Engine>>{e}));
   s = e->fs_->CreateDir(dir);
   if (s.ok()) s = e->fs_->SyncDir(ParentDir(dir));
   if (s.ok()) s = e->fs_->LockDir(dir, &e->lock_);
@@ -684,13 +700,20 @@ void Engine::WriteBatchLocked(const std::vector<WriteRequest*>& batch) {
       }
       continue;
     }
-    s = batch[i]->streamed ? ReserveLocked(batch[i]) : AppendLocked(batch, i, j);
+    const bool streamed = batch[i]->streamed;  // Done may free the request
+    Blob* const blob = active_.get();
+    std::shared_ptr<GarbageLedger> accounting = streamed ? nullptr : ledger();
+    s = streamed ? ReserveLocked(batch[i]) : AppendLocked(batch, i, j, accounting.get());
     for (size_t m = i; m < j; m++) batch[m]->Done(s);
+    // After the acknowledgements, which the lookups across the vdisk need
+    // not delay (a streamed put is accounted as it is published).
+    if (s.ok() && !streamed) accounting->Account(LedgerBatch(this, blob, publish_buf_, displaced_buf_));
     i = j;
   }
 }
 
-Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to) {
+Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to,
+                            GarbageLedger* ledger) {
   const size_t k = options_.key_size;
   const size_t hsize = RecordHeaderSize(kBlobFormatVersion, k);
   header_buf_.resize((to - from) * hsize);
@@ -703,6 +726,7 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
   char* blocks = blocks_buf_.data();
   iov_buf_.clear();
   publish_buf_.clear();
+  keys_buf_.resize((to - from) * k);
   const uint64_t start = active_->size();
   uint64_t offset = start;
   for (size_t i = from; i < to; i++) {
@@ -724,7 +748,9 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     e.offset = offset;
     e.value_size = vsize;
     e.flags = flags;
-    publish_buf_.push_back(Blob::NewRecord{r->key, KeyHash64(r->key, k), e});
+    char* key = keys_buf_.data() + (i - from) * k;
+    std::memcpy(key, r->key, k);
+    publish_buf_.push_back(Blob::NewRecord{key, KeyHash64(key, k), e});
     offset += hsize + RecordBodySize(flags, vsize);
   }
   File* f = active_->file();
@@ -762,7 +788,9 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     }
     dirty_bytes_ = 0;
   }
-  active_->Publish(publish_buf_, offset);
+  displaced_buf_.resize(publish_buf_.size());
+  ledger->Announce(LedgerBatch(this, active_.get(), publish_buf_, displaced_buf_));
+  active_->Publish(publish_buf_, offset, displaced_buf_.data());
   return Status::OK();
 }
 
@@ -816,6 +844,17 @@ void Engine::IndexAfterStreams(const std::shared_ptr<Blob>& blob) {
   }
   std::shared_ptr<Engine> self = shared_from_this();
   options_.executor->Schedule([self, blob] { self->BackgroundBuild(blob); });
+}
+
+std::shared_ptr<GarbageLedger> Engine::ledger() const {
+  std::lock_guard<std::mutex> l(ledger_mu_);
+  return ledger_;
+}
+
+void Engine::JoinLedger(std::shared_ptr<GarbageLedger> ledger) {
+  std::lock_guard<std::mutex> l(ledger_mu_);
+  ledger_.swap(ledger);
+  // The ledger left (`ledger` now) is released once the lock is.
 }
 
 void Engine::SetWriteError(const Status& s) {

@@ -26,6 +26,8 @@
 
 namespace oyster {
 
+class GarbageLedger;
+
 // A put or a delete (tombstone), or the start of a streamed put. Owned by
 // the caller; the engine calls Done exactly once, from one of its threads,
 // and does not touch it afterwards.
@@ -198,6 +200,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // supersede.
   Status SyncWritten();
 
+  // From now on accounts the garbage the engine's writes make (Blob::
+  // garbage_records) with `ledger` (not null), over the engines of the
+  // vdisk, instead of the ledger it had. Open gives the engine a ledger over
+  // itself alone; EngineSet's constructor one over the set's engines.
+  void JoinLedger(std::shared_ptr<GarbageLedger> ledger);
+  // The ledger that accounts the engine's writes: each write is accounted
+  // just after it is acknowledged (GarbageLedger::WaitAccounted waits).
+  std::shared_ptr<GarbageLedger> ledger() const;
+
   uint64_t RecordsCount() const;
   EngineStats Stats() const;
   const EngineOptions& options() const { return options_; }
@@ -205,6 +216,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
  private:
   friend class Compaction;  // claims the engine, replaces a blob
+  friend class GarbageLedger;  // looks keys up in the blobs served
   friend class PutStream;
   friend class Scrub;  // counts the damage it finds, repairs a damaged index as reads do
   friend class ValueReader;  // counts the corruption its reads meet
@@ -244,7 +256,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void WriterTask();
   void DrainQueueLocked();
   void WriteBatchLocked(const std::vector<WriteRequest*>& batch);
-  Status AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to);
+  // Writes and publishes batch[from, to) into the active blob, announcing
+  // it to `ledger` (GarbageLedger::Announce) just before it is published.
+  Status AppendLocked(const std::vector<WriteRequest*>& batch, size_t from, size_t to, GarbageLedger* ledger);
   // Reserves the place of a streamed put in the active blob and writes it void.
   Status ReserveLocked(WriteRequest* req);
   Status CreateActiveBlobLocked();
@@ -291,6 +305,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<IoSlice> iov_buf_;
   std::vector<char> blocks_buf_;
   std::vector<Blob::NewRecord> publish_buf_;
+  // The keys publish_buf_ points at: copies, as the batch is accounted
+  // after its requests are done with.
+  std::vector<char> keys_buf_;
+  std::vector<ActiveIndex::Displaced> displaced_buf_;
+
+  mutable std::mutex ledger_mu_;
+  std::shared_ptr<GarbageLedger> ledger_;
 
   // Index builds of sealed blobs running in the background, and the error
   // strings reported by Stats.

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "engine/garbage_ledger.h"
 #include "util/hash.h"
 
 namespace oyster {
@@ -28,7 +29,14 @@ void SortEntries(size_t key_size, std::string* packed) {
 
 }  // namespace
 
-EngineSet::EngineSet(std::vector<std::shared_ptr<Engine>> engines) : engines_(std::move(engines)) {}
+EngineSet::EngineSet(std::vector<std::shared_ptr<Engine>> engines) : engines_(std::move(engines)) {
+  // Weak pointers from the engines themselves: the set's own pointers may
+  // alias without owning (the caller keeps the engines).
+  std::vector<std::weak_ptr<Engine>> weak;
+  for (const std::shared_ptr<Engine>& e : engines_) weak.push_back(e->weak_from_this());
+  auto ledger = std::make_shared<GarbageLedger>(std::move(weak));
+  for (const std::shared_ptr<Engine>& e : engines_) e->JoinLedger(ledger);
+}
 
 Status EngineSet::Locate(const ReadOptions& options, const char* key, LookupResult* result, Location* where) const {
   *result = LookupResult();

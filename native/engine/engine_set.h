@@ -45,6 +45,9 @@ class EngineSet {
   };
 
   // Requires a non-empty list of open engines sharing one key size.
+  // Installs a GarbageLedger over them in each (Engine::JoinLedger): from
+  // then on every write to any of them is accounted against the records of
+  // all, until a set built later installs its own. Copies share the ledger.
   explicit EngineSet(std::vector<std::shared_ptr<Engine>> engines);
 
   // Like Engine::Locate across the engines.
@@ -123,7 +126,8 @@ class EngineSet {
   // tombstones (Blob::SetDeadTombstones: newest records that are tombstones
   // with no other record of their key in the set, expired by `tombstones`).
   // Costs as Digest. Records written during the count may be counted wrong
-  // until the next count. Closed if an engine is.
+  // until the next count. Closed if an engine is. Between counts the
+  // engines' GarbageLedger keeps the garbage counters up to date.
   Status CountGarbage(const ScanOptions& options, const TombstonePolicy& tombstones,
                       GarbageSummary* summary) const;
 

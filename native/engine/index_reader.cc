@@ -79,7 +79,7 @@ Status IndexReader::ReadBlock(uint64_t block, char* buf, bool no_wait, bool cach
 Status IndexReader::Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait) const {
   *found = false;
   const size_t k = header_.key_size;
-  if (header_.entry_count == 0 || !bloom_.MayContain(key_hash)) return Status::OK();
+  if (!MayContain(key_hash)) return Status::OK();
   if (std::memcmp(key, fence(0), k) < 0 || std::memcmp(key, fence(header_.block_count), k) > 0) {
     return Status::OK();
   }

@@ -35,6 +35,9 @@ class IndexReader {
   // the block holding the key fails its checksum. With no_wait, WouldBlock
   // when that block is not in the page cache.
   Status Find(const char* key, uint64_t key_hash, IndexEntry* e, bool* found, bool no_wait = false) const;
+  // False when Find would certainly not find the key (the bloom filter
+  // says so): no block is read, nothing locked.
+  bool MayContain(uint64_t key_hash) const { return header_.entry_count != 0 && bloom_.MayContain(key_hash); }
 
   // Calls fn for every entry in key order (tools and verification).
   Status ForEach(const std::function<void(const char* key, const IndexEntry& e)>& fn) const;

@@ -5,6 +5,7 @@
 #include "engine/blob.h"
 #include "engine/engine.h"
 #include "engine/format.h"
+#include "engine/garbage_ledger.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
@@ -141,7 +142,20 @@ Status PutStream::Finish() {
   e.offset = offset_;
   e.value_size = static_cast<uint32_t>(value_size_);
   e.flags = flags_;
-  blob_->PublishStreamed(Blob::NewRecord{key_.data(), KeyHash64(key_.data(), key_.size()), e});
+  const Blob::NewRecord record{key_.data(), KeyHash64(key_.data(), key_.size()), e};
+  ActiveIndex::Displaced displaced;
+  std::shared_ptr<GarbageLedger> ledger = engine != nullptr ? engine->ledger() : nullptr;
+  GarbageLedger::Batch batch;
+  batch.engine = engine.get();
+  batch.blob = blob_.get();
+  batch.records = &record;
+  batch.displaced = &displaced;
+  batch.n = 1;
+  if (ledger != nullptr) ledger->Announce(batch);
+  blob_->PublishStreamed(record, &displaced);
+  // Accounted before the stream ends, while the blob is certain to be in
+  // memory and in service (no index build, so no compaction, can start).
+  if (ledger != nullptr) ledger->Account(batch);
   EndLocked(State::kFinished);
   return Status::OK();
 }

@@ -71,8 +71,10 @@ class PutStream {
   // Requires every byte of the value appended (InvalidArgument otherwise).
   // Writes the block checksums and then the header, makes the record
   // durable as a put's would be (sync_writes, max_dirty_bytes_before_sync)
-  // and publishes it: reads return it from now on. Closed once aborted;
-  // after a failure the stream is aborted and the record never appears.
+  // and publishes it: reads return it from now on. Then accounts it against
+  // the older records of its key (GarbageLedger: a lookup in the vdisk's
+  // blobs, little next to streaming a value). Closed once aborted; after a
+  // failure the stream is aborted and the record never appears.
   Status Finish();
 
   // Leaves the reserved space void: the record is never read. Does nothing
