@@ -111,8 +111,10 @@ bool Compaction::TombstoneExpired(const char* key, const IndexEntry& e) const {
 Status Compaction::Step(uint64_t budget, bool* done) {
   *done = false;
   const uint64_t start = walker_->bytes_read() + stats_.bytes_written;
+  const uint64_t visited = stats_.visited;
   while (!walker_->done()) {
-    if (stats_.visited > 0 && walker_->bytes_read() + stats_.bytes_written - start >= budget) break;
+    // At least one record per step, whatever the budget.
+    if (stats_.visited > visited && walker_->bytes_read() + stats_.bytes_written - start >= budget) break;
     const char* key = walker_->key();
     const IndexEntry e = walker_->entry();
     // Kept only while it is what a read of the key returns.

@@ -199,6 +199,26 @@ TEST(Compaction, Refusals) {
   ASSERT_EQ(Read(db.get(), Key(1)), "a");
 }
 
+// A step decides at least one record whatever its budget: a step of budget
+// 0 makes progress, the first one as every later one.
+TEST(Compaction, EveryStepMovesOn) {
+  TestEngine db(test::TmpDir() + "/p");
+  ASSERT_OK(db.Open());
+  for (uint64_t i = 0; i < 3; i++) ASSERT_OK(test::Put(db.get(), Key(i), 1, "v"));
+  ASSERT_OK(db->CloseActiveBlob());
+  EngineSet set = SetOf(&db);
+  std::unique_ptr<Compaction> c;
+  ASSERT_OK(Compaction::Begin(set, set.engines()[0], 1, Options(0), &c));
+  bool done = false;
+  for (uint64_t step = 1; step <= 3; step++) {
+    ASSERT_OK(c->Step(0, &done));
+    ASSERT_EQ(c->stats().visited, step);
+  }
+  ASSERT_TRUE(done);
+  ASSERT_OK(c->Install());
+  for (uint64_t i = 0; i < 3; i++) ASSERT_EQ(Read(db.get(), Key(i)), "v");
+}
+
 // A value that fails its checksum is copied as it is and still fails it: a
 // compaction never turns damage into a valid record, nor drops the newest
 // record of a key because it is damaged.
