@@ -179,37 +179,21 @@ Napi::Value CompactionWrap::Begin(const Napi::CallbackInfo& info, const std::sha
       !PolicyArgs(info, 2, &options.tombstones)) {
     return env.Undefined();
   }
-  auto* op = new BeginOp(env, env.GetInstanceData<AddonData>(), set, engine->engine(), blob_id, options);
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  return StartOp<BeginOp>(env, set, engine->engine(), blob_id, options);
 }
 
 Napi::Value CompactionWrap::CountGarbage(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
   Napi::Env env = info.Env();
   TombstonePolicy policy;
   if (!PolicyArgs(info, 0, &policy)) return env.Undefined();
-  auto* op = new CountGarbageOp(env, env.GetInstanceData<AddonData>(), set, policy);
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
+  return StartOp<CountGarbageOp>(env, set, policy);
 }
-
-namespace {
-
-Napi::Value Rejected(Napi::Env env, const Status& s) {
-  auto d = Napi::Promise::Deferred::New(env);
-  d.Reject(StatusToError(env, s).Value());
-  return d.Promise();
-}
-
-}  // namespace
 
 Napi::Value CompactionWrap::Step(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint64_t budget;
   if (!IntegerArg(info, 0, "budget", kMaxSafeInteger, "0..2^53-1", &budget)) return env.Undefined();
-  if (!compaction_) return Rejected(env, Status::Closed("the compaction is closed"));
+  if (!compaction_) return RejectedPromise(env, Status::Closed("the compaction is closed"));
   auto* op = new StepOp(env, compaction_, budget);
   Napi::Promise p = op->promise();
   op->ScheduleOn(strand_.get());
@@ -218,7 +202,7 @@ Napi::Value CompactionWrap::Step(const Napi::CallbackInfo& info) {
 
 Napi::Value CompactionWrap::Install(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!compaction_) return Rejected(env, Status::Closed("the compaction is closed"));
+  if (!compaction_) return RejectedPromise(env, Status::Closed("the compaction is closed"));
   auto* op = new InstallOp(env, compaction_);
   Napi::Promise p = op->promise();
   op->ScheduleOn(strand_.get());

@@ -307,15 +307,6 @@ class ControlOp final : public PoolOp {
   Kind kind_;
 };
 
-// Creates an operation that runs on the pool, starts it, returns its promise.
-template <typename T, typename... Args>
-Napi::Value StartOp(Napi::Env env, Args&&... args) {
-  auto* op = new T(env, env.GetInstanceData<AddonData>(), std::forward<Args>(args)...);
-  Napi::Promise p = op->promise();
-  op->Schedule();
-  return p;
-}
-
 Napi::Object RecoveryToObject(Napi::Env env, const RecoveryReport& r) {
   Napi::Object o = Napi::Object::New(env);
   auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };

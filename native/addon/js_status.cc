@@ -33,4 +33,10 @@ Napi::Error StatusToError(Napi::Env env, const Status& s) {
   return e;
 }
 
+Napi::Promise RejectedPromise(Napi::Env env, const Status& s) {
+  auto d = Napi::Promise::Deferred::New(env);
+  d.Reject(StatusToError(env, s).Value());
+  return d.Promise();
+}
+
 }  // namespace oyster

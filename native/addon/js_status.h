@@ -13,6 +13,10 @@ namespace oyster {
 
 Napi::Error StatusToError(Napi::Env env, const Status& s);
 
+// A promise already rejected with StatusToError(s), for a call refused
+// before any work starts (an object closed meanwhile).
+Napi::Promise RejectedPromise(Napi::Env env, const Status& s);
+
 }  // namespace oyster
 
 #endif  // OYSTER_ADDON_JS_STATUS_H_

@@ -9,6 +9,8 @@
 
 #include <napi.h>
 
+#include <utility>
+
 #include "addon/addon_data.h"
 #include "addon/completion_queue.h"
 #include "util/thread_pool.h"
@@ -50,6 +52,16 @@ class PoolOp : public Completion {
  private:
   napi_ref held_ = nullptr;
 };
+
+// Creates an operation T(env, addon data, args...) that runs on the pool,
+// starts it, returns its promise.
+template <typename T, typename... Args>
+Napi::Value StartOp(Napi::Env env, Args&&... args) {
+  auto* op = new T(env, env.GetInstanceData<AddonData>(), std::forward<Args>(args)...);
+  Napi::Promise p = op->promise();
+  op->Schedule();
+  return p;
+}
 
 }  // namespace oyster
 

@@ -62,11 +62,7 @@ Napi::Value ValueReaderWrap::Read(const Napi::CallbackInfo& info) {
   if (!IntegerArg(info, 0, "offset", kMaxSafeInteger, "0..2^53-1", &offset) || !BufferArg(info, 1, "target")) {
     return env.Undefined();
   }
-  if (!reader_) {
-    auto d = Napi::Promise::Deferred::New(env);
-    d.Reject(StatusToError(env, Status::Closed("the value reader is closed")).Value());
-    return d.Promise();
-  }
+  if (!reader_) return RejectedPromise(env, Status::Closed("the value reader is closed"));
   auto* op = new ReadOp(env, reader_, offset, info[1].As<Napi::Uint8Array>());
   Napi::Promise p = op->promise();
   op->ScheduleOn(strand_.get());
