@@ -7,6 +7,7 @@
 #include "addon/addon_data.h"
 #include "addon/cache_wrap.h"
 #include "addon/compaction_wrap.h"
+#include "addon/scrub_wrap.h"
 #include "addon/engine_wrap.h"
 #include "addon/files_wrap.h"
 #include "addon/put_stream_wrap.h"
@@ -50,6 +51,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   data->put_stream_ctor() = Napi::Persistent(PutStreamWrap::Define(env));
   data->value_reader_ctor() = Napi::Persistent(ValueReaderWrap::Define(env));
   data->compaction_ctor() = Napi::Persistent(CompactionWrap::Define(env));
+  data->scrub_ctor() = Napi::Persistent(ScrubWrap::Define(env));
   Napi::Function cache = CacheWrap::Define(env);
   data->cache_ctor() = Napi::Persistent(cache);
 

@@ -32,6 +32,7 @@ class AddonData {
   Napi::FunctionReference& put_stream_ctor() { return put_stream_ctor_; }
   Napi::FunctionReference& value_reader_ctor() { return value_reader_ctor_; }
   Napi::FunctionReference& compaction_ctor() { return compaction_ctor_; }
+  Napi::FunctionReference& scrub_ctor() { return scrub_ctor_; }
 
  private:
   AddonData() = default;
@@ -49,6 +50,7 @@ class AddonData {
   Napi::FunctionReference put_stream_ctor_;
   Napi::FunctionReference value_reader_ctor_;
   Napi::FunctionReference compaction_ctor_;
+  Napi::FunctionReference scrub_ctor_;
   bool queue_alive_ = true;
   int owners_ = 2;
 };

@@ -102,18 +102,6 @@ class InstallOp final : public PoolOp {
   CompactionStats stats_;
 };
 
-// Lets go of the compaction on the pool: an uninstalled one removes its files.
-class DropOp final : public PoolOp {
- public:
-  DropOp(Napi::Env env, std::shared_ptr<Compaction> c)
-      : PoolOp(env, env.GetInstanceData<AddonData>()), compaction_(std::move(c)) {}
-
-  void Run() override { compaction_.reset(); }
-
- private:
-  std::shared_ptr<Compaction> compaction_;
-};
-
 class CountGarbageOp final : public PoolOp {
  public:
   CountGarbageOp(Napi::Env env, AddonData* data, std::shared_ptr<const EngineSet> set, const TombstonePolicy& policy)
@@ -152,24 +140,16 @@ Napi::Function CompactionWrap::Define(Napi::Env env) {
 
 Napi::Object CompactionWrap::New(Napi::Env env, AddonData* data, std::unique_ptr<Compaction> compaction) {
   Napi::Object o = data->compaction_ctor().New({});
-  CompactionWrap* w = Unwrap(o);
-  w->compaction_ = std::move(compaction);
-  w->strand_ = std::make_shared<Strand>(data->pool());
-  w->pool_ = data->weak_pool();
+  Unwrap(o)->compaction_.Hold(data, std::move(compaction));
   return o;
 }
 
 CompactionWrap::CompactionWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CompactionWrap>(info) {}
 
-CompactionWrap::~CompactionWrap() {
-  std::shared_ptr<ThreadPool> pool = pool_.lock();
-  if (compaction_ && pool) pool->Schedule([c = std::move(compaction_)]() mutable { c.reset(); });
-}
-
 Napi::Value CompactionWrap::Begin(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
   Napi::Env env = info.Env();
-  EngineWrap* engine = info[0].IsObject() ? EngineWrap::Unwrap(info[0].As<Napi::Object>()) : nullptr;
-  if (engine == nullptr || !engine->engine()) {
+  std::shared_ptr<Engine> engine = EngineWrap::EngineOf(env, info[0]);
+  if (!engine) {
     Napi::TypeError::New(env, "engine must be an open engine").ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -179,7 +159,7 @@ Napi::Value CompactionWrap::Begin(const Napi::CallbackInfo& info, const std::sha
       !PolicyArgs(info, 2, &options.tombstones)) {
     return env.Undefined();
   }
-  return StartOp<BeginOp>(env, set, engine->engine(), blob_id, options);
+  return StartOp<BeginOp>(env, set, std::move(engine), blob_id, options);
 }
 
 Napi::Value CompactionWrap::CountGarbage(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
@@ -193,33 +173,13 @@ Napi::Value CompactionWrap::Step(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint64_t budget;
   if (!IntegerArg(info, 0, "budget", kMaxSafeInteger, "0..2^53-1", &budget)) return env.Undefined();
-  if (!compaction_) return RejectedPromise(env, Status::Closed("the compaction is closed"));
-  auto* op = new StepOp(env, compaction_, budget);
-  Napi::Promise p = op->promise();
-  op->ScheduleOn(strand_.get());
-  return p;
+  return compaction_.Start<StepOp>(env, "compaction", budget);
 }
 
 Napi::Value CompactionWrap::Install(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!compaction_) return RejectedPromise(env, Status::Closed("the compaction is closed"));
-  auto* op = new InstallOp(env, compaction_);
-  Napi::Promise p = op->promise();
-  op->ScheduleOn(strand_.get());
-  return p;
+  return compaction_.Start<InstallOp>(info.Env(), "compaction");
 }
 
-Napi::Value CompactionWrap::Close(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!compaction_) {
-    auto d = Napi::Promise::Deferred::New(env);
-    d.Resolve(env.Undefined());
-    return d.Promise();
-  }
-  auto* op = new DropOp(env, std::move(compaction_));
-  Napi::Promise p = op->promise();
-  op->ScheduleOn(strand_.get());
-  return p;
-}
+Napi::Value CompactionWrap::Close(const Napi::CallbackInfo& info) { return compaction_.Close(info.Env()); }
 
 }  // namespace oyster

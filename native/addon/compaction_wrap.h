@@ -15,7 +15,7 @@
 #include "addon/addon_data.h"
 #include "engine/compaction.h"
 #include "engine/engine_set.h"
-#include "util/strand.h"
+#include "addon/strand_held.h"
 
 namespace oyster {
 
@@ -26,8 +26,6 @@ class CompactionWrap : public Napi::ObjectWrap<CompactionWrap> {
   static Napi::Object New(Napi::Env env, AddonData* data, std::unique_ptr<Compaction> compaction);
 
   explicit CompactionWrap(const Napi::CallbackInfo& info);
-  // Drops a compaction still held (its files are removed on the pool).
-  ~CompactionWrap() override;
 
   // engineSet.beginCompaction(engine, blobId, graceSeconds, dropTombstones,
   // nowSeconds) -> Promise<NativeCompaction>: Compaction::Begin.
@@ -45,9 +43,7 @@ class CompactionWrap : public Napi::ObjectWrap<CompactionWrap> {
   // are done; uninstalled, its new files are removed. Idempotent.
   Napi::Value Close(const Napi::CallbackInfo& info);
 
-  std::shared_ptr<Compaction> compaction_;
-  std::shared_ptr<Strand> strand_;
-  std::weak_ptr<ThreadPool> pool_;
+  StrandHeld<Compaction> compaction_;  // dropped uninstalled, its files are removed
 };
 
 }  // namespace oyster

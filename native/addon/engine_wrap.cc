@@ -7,6 +7,7 @@
 
 #include "addon/cache_wrap.h"
 #include "addon/compaction_wrap.h"
+#include "addon/scrub_wrap.h"
 #include "addon/js_args.h"
 #include "addon/js_records.h"
 #include "addon/js_status.h"
@@ -478,7 +479,6 @@ Napi::Value EngineWrap::Open(const Napi::CallbackInfo& info) {
 // throws and returns false otherwise.
 static bool EnginesArg(Napi::Value v, std::vector<std::shared_ptr<Engine>>* engines) {
   Napi::Env env = v.Env();
-  AddonData* data = env.GetInstanceData<AddonData>();
   if (!v.IsArray() || v.As<Napi::Array>().Length() == 0) {
     Napi::TypeError::New(env, "engines must be a non-empty array of engines").ThrowAsJavaScriptException();
     return false;
@@ -486,18 +486,16 @@ static bool EnginesArg(Napi::Value v, std::vector<std::shared_ptr<Engine>>* engi
   Napi::Array arr = v.As<Napi::Array>();
   for (uint32_t i = 0; i < arr.Length(); i++) {
     Napi::Value e = arr.Get(i);
-    EngineWrap* w = e.IsObject() && e.As<Napi::Object>().InstanceOf(data->engine_ctor().Value())
-                        ? Napi::ObjectWrap<EngineWrap>::Unwrap(e.As<Napi::Object>())
-                        : nullptr;
-    if (w == nullptr || !w->engine()) {
+    std::shared_ptr<Engine> engine = EngineWrap::EngineOf(env, e);
+    if (!engine) {
       Napi::TypeError::New(env, "engines[" + std::to_string(i) + "] is not an open engine").ThrowAsJavaScriptException();
       return false;
     }
-    if (!engines->empty() && w->engine()->options().key_size != (*engines)[0]->options().key_size) {
+    if (!engines->empty() && engine->options().key_size != (*engines)[0]->options().key_size) {
       Napi::RangeError::New(env, "engines must share one key size").ThrowAsJavaScriptException();
       return false;
     }
-    engines->push_back(w->engine());
+    engines->push_back(std::move(engine));
   }
   return true;
 }
@@ -520,6 +518,7 @@ Napi::Function EngineSetWrap::Define(Napi::Env env) {
                          InstanceMethod<&EngineSetWrap::Digest>("digest"),
                          InstanceMethod<&EngineSetWrap::Entries>("entries"),
                          InstanceMethod<&EngineSetWrap::BeginCompaction>("beginCompaction"),
+                         InstanceMethod<&EngineSetWrap::BeginScrub>("beginScrub"),
                          InstanceMethod<&EngineSetWrap::CountGarbage>("countGarbage"),
                      });
 }
@@ -662,9 +661,20 @@ Napi::Value EngineSetWrap::BeginCompaction(const Napi::CallbackInfo& info) {
   return CompactionWrap::Begin(info, set_);
 }
 
+Napi::Value EngineSetWrap::BeginScrub(const Napi::CallbackInfo& info) {
+  if (!CheckConstructed(info.Env())) return info.Env().Undefined();
+  return ScrubWrap::Begin(info, set_);
+}
+
 Napi::Value EngineSetWrap::CountGarbage(const Napi::CallbackInfo& info) {
   if (!CheckConstructed(info.Env())) return info.Env().Undefined();
   return CompactionWrap::CountGarbage(info, set_);
+}
+
+std::shared_ptr<Engine> EngineWrap::EngineOf(Napi::Env env, Napi::Value v) {
+  AddonData* data = env.GetInstanceData<AddonData>();
+  if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(data->engine_ctor().Value())) return nullptr;
+  return Napi::ObjectWrap<EngineWrap>::Unwrap(v.As<Napi::Object>())->engine();
 }
 
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {

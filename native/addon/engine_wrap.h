@@ -31,6 +31,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   // get(key) -> Promise<StoredRecord | null>
   // exists(keys) -> Promise<Array<KeyState | null>>
   explicit EngineWrap(const Napi::CallbackInfo& info);
+  // The engine `v` holds: null unless v is an engine object of this addon
+  // that is open.
+  static std::shared_ptr<Engine> EngineOf(Napi::Env env, Napi::Value v);
   void Attach(std::shared_ptr<Engine> engine) { engine_ = std::move(engine); }
   const std::shared_ptr<Engine>& engine() const { return engine_; }
 
@@ -95,6 +98,8 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   // see CompactionWrap.
   Napi::Value BeginCompaction(const Napi::CallbackInfo& info);
   Napi::Value CountGarbage(const Napi::CallbackInfo& info);
+  // beginScrub(engine, blobId): see ScrubWrap.
+  Napi::Value BeginScrub(const Napi::CallbackInfo& info);
 
   // The answer of a *Now call once `newest` is known without waiting (s OK):
   // -1 no record; else meta_ is set and it is -2 for a tombstone, `found`

@@ -1,6 +1,8 @@
 // Scrub reads one closed blob of an engine and checks every record its index
 // points at (the newest of each key in the blob; older records of a key in
-// it are not checked) against its checksums, in steps a caller can throttle, as ZFS
+// it are not checked) against its checksums — given the vdisk's EngineSet,
+// only those a read of their key returns, since damage to the others loses
+// nothing (a repaired record is one of them) — in steps a caller can throttle, as ZFS
 // scrubs and Ceph deep-scrubs do: damage is found before a read meets it,
 // also where reads never look (a tombstone is answered from the index). It
 // only reports; a damaged record is repaired above, by writing a healthy
@@ -20,6 +22,7 @@
 
 #include "engine/blob.h"
 #include "engine/engine.h"
+#include "engine/engine_set.h"
 #include "engine/record_walker.h"
 #include "engine/version.h"
 #include "util/status.h"
@@ -38,7 +41,8 @@ struct ScrubDamage {
 struct ScrubStats {
   uint64_t blob_id = 0;
   uint64_t entries = 0;     // records the blob's index points at (newest of each key in it)
-  uint64_t visited = 0;     // of those, checked so far
+  uint64_t visited = 0;     // of those, passed so far (checked or superseded)
+  uint64_t superseded = 0;  // of the visited, left unchecked: a read of the key returns another record
   uint64_t bytes_read = 0;  // from the blob
   uint64_t damaged = 0;     // of the visited, records that failed their checks
   bool index_repaired = false;  // the blob's index file was damaged and rebuilt from the blob
@@ -46,9 +50,13 @@ struct ScrubStats {
 
 class Scrub {
  public:
-  // Starts a scrub of blob `blob_id` of `engine`. Returns OK and sets
-  // *scrub on success; NotFound if the engine serves no such blob,
-  // InvalidArgument if the blob is not closed (it has no index file yet),
+  // Starts a scrub of blob `blob_id` of `engine`, one of the engines of
+  // `vdisk` if that is not null: then a record is checked only while a read
+  // of its key across the vdisk returns it (EngineSet::Locate, as a
+  // compaction keeps a record). Returns OK and sets
+  // *scrub on success; InvalidArgument if `engine` is not one of vdisk's or
+  // the blob is not closed (it has no index file yet), NotFound if the
+  // engine serves no such blob,
   // Closed if the engine is closed, or the error met reading the index.
   //
   // The index file is read whole here. A damaged index block is counted as
@@ -57,13 +65,18 @@ class Scrub {
   //
   // The scrub holds the blob: a compaction replacing it meanwhile does not
   // disturb it, it goes on checking the file it began with.
-  static Status Begin(std::shared_ptr<Engine> engine, uint64_t blob_id, std::unique_ptr<Scrub>* scrub);
+  static Status Begin(const EngineSet* vdisk, std::shared_ptr<Engine> engine, uint64_t blob_id,
+                      std::unique_ptr<Scrub>* scrub);
+  static Status Begin(std::shared_ptr<Engine> engine, uint64_t blob_id, std::unique_ptr<Scrub>* scrub) {
+    return Begin(nullptr, std::move(engine), blob_id, scrub);
+  }
 
   Scrub(const Scrub&) = delete;
   Scrub& operator=(const Scrub&) = delete;
 
   // Checks further records in file order, stopping once about `budget`
-  // bytes were read (at least one record). The file is read in windows of
+  // bytes were read (at least one record; a superseded record passed counts
+  // as 512 bytes). The file is read in windows of
   // RecordWalker::kPieceSize bytes, so a step reads at most about budget +
   // one record + one window. Sets *done once every record was checked.
   //
@@ -86,15 +99,20 @@ class Scrub {
   bool done() const { return error_.ok() && walker_->done(); }
 
  private:
-  Scrub(std::shared_ptr<Engine> engine, std::unique_ptr<RecordWalker> walker);
+  Scrub(const EngineSet* vdisk, std::shared_ptr<Engine> engine, std::unique_ptr<RecordWalker> walker);
+  // Whether a read of `key` across the vdisk returns entry `e` of this blob
+  // (always, without a vdisk). Locate's errors other than Corruption are returned.
+  Status IsNewest(const char* key, const IndexEntry& e, bool* newest) const;
   void Damage(const char* key, const IndexEntry& e, const std::string& message);
 
+  const std::unique_ptr<const EngineSet> vdisk_;  // null: every record is checked
   const std::shared_ptr<Engine> engine_;
   const std::unique_ptr<RecordWalker> walker_;  // holds the blob
   const size_t key_size_;
   std::vector<ScrubDamage> damaged_;
   size_t taken_ = 0;  // damaged_[0, taken_) were handed out by TakeDamaged
   uint64_t visited_ = 0;
+  uint64_t superseded_ = 0;
   bool index_repaired_ = false;
   Status error_;  // non-OK: Step failed, and fails again with it
 };

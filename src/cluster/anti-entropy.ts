@@ -19,13 +19,16 @@ import path from 'node:path';
 import { NodeStore } from '../store/node-store';
 import { LocalReplica } from '../store/place';
 import { parsePartitionName } from '../store/partition';
-import { SnapshotEntry } from '../store/engine';
+import { ScrubDamage, SnapshotEntry } from '../store/engine';
+import { Disk } from '../store/disk';
+import { Vdisk } from '../store/vdisk';
+import { RepairResult } from '../store/scrubber';
 import { files } from '../store/files';
 import { TokenBucket } from '../store/token-bucket';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { MaybePromise } from '../model/maybe-promise';
-import { compareRecords, StoredRecord } from '../model/version';
+import { compareRecords, compareVersions, StoredRecord } from '../model/version';
 import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
 import { Topology } from '../model/topology';
@@ -151,7 +154,55 @@ export class AntiEntropy {
     this.parts.onPass?.(started, (Date.now() - started) / 1000);
   }
 
-  private sourcesFor(vdisk: number, local: LocalReplica): Source[] {
+  /**
+   * Repairs a record of `vdisk` (a replica, or alien copies) on `disk` that
+   * failed its checks (store/scrubber.ts): every other replica of the vdisk
+   * is asked for its newest record of the key, and the newest answer, if at
+   * least as new as the damaged record, is written here at its version — of
+   * two records of equal version the later written wins, so reads return the
+   * copy from then on. A tombstone no replica holds is written again from
+   * what the index says (its key and version are intact: only the record
+   * was damaged). A value no replica holds is lost ('unrepairable') once
+   * every replica answered; while one could not be asked, 'failed'.
+   */
+  async repair(disk: Disk, vdisk: Vdisk, damage: ScrubDamage): Promise<RepairResult> {
+    const replicas = this.parts.store.localReplicas(vdisk.id);
+    const self = replicas.find((r) => r.disk === disk) ?? null;
+    // Every other replica: the local ones but this, and one per peer.
+    const { topology } = this.parts;
+    let unasked = replicas.length - (self ? 1 : 0) + topology.targetNodes(vdisk.id).filter((n) => n !== topology.self.name).length;
+    let record: StoredRecord | null = null;
+    let source = '';
+    const answers = await Promise.allSettled(this.sourcesFor(vdisk.id, self, true).map(async (s) => ({ name: s.name, record: await s.get(damage.key) })));
+    for (const a of answers) {
+      if (a.status === 'rejected') continue;
+      unasked--;
+      if (a.value.record !== null && (record === null || compareRecords(a.value.record, record) > 0)) {
+        record = a.value.record;
+        source = a.value.name;
+      }
+    }
+    if ((record === null || compareVersions(record.version, damage.version) < 0) && damage.tombstone) {
+      record = { kind: 'deleted', version: damage.version };
+      source = 'its index entry';
+    }
+    if (record === null || compareVersions(record.version, damage.version) < 0) {
+      return unasked > 0
+        ? { outcome: 'failed', detail: `${unasked} replica(s) could not be asked` }
+        : { outcome: 'unrepairable', detail: `no replica holds version ${damage.version.timestamp}.${damage.version.tick}.${damage.version.node} or newer` };
+    }
+    this.parts.clock.observe(record.version);
+    const r = record;
+    await disk.write(() => (r.kind === 'found' ? vdisk.put(damage.key, r.version, r.value) : vdisk.delete(damage.key, r.version)));
+    return { outcome: 'repaired', detail: source };
+  }
+
+  /**
+   * The other replicas of `vdisk` in service: the local ones but `local`
+   * (all for null), and the peers available — those serving anti-entropy
+   * only, unless `reads` (a bob peer answers reads).
+   */
+  private sourcesFor(vdisk: number, local: LocalReplica | null, reads = false): Source[] {
     const { topology, store, peers } = this.parts;
     const out: Source[] = [];
     for (const other of store.localReplicas(vdisk)) {
@@ -165,7 +216,7 @@ export class AntiEntropy {
     }
     for (const node of topology.targetNodes(vdisk)) {
       const peer = peers.get(node);
-      if (!peer || !this.parts.isAvailable(node) || (this.unsupported.get(node) ?? 0) > Date.now()) continue;
+      if (!peer || !this.parts.isAvailable(node) || (!reads && (this.unsupported.get(node) ?? 0) > Date.now())) continue;
       out.push({
         name: node,
         digest: (bits) => peer.digest(vdisk, bits),

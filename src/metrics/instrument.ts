@@ -4,6 +4,7 @@
 // interface.
 import { isOysterError } from '../model/errors';
 import { CompactorObserver } from '../store/compactor';
+import { ScrubObserver } from '../store/scrubber';
 import { StorageObserver } from '../store/vdisk';
 import { DataApi } from '../model/data-api';
 import { MaybePromise } from '../model/maybe-promise';
@@ -121,6 +122,25 @@ export function storageObserver(m: NodeMetrics, disk: string): StorageObserver {
     },
     corrupt(records) {
       m.corruptRecords.inc({ disk }, records);
+    },
+  };
+}
+
+/** What the scrub of one disk reports (store/scrubber.ts). */
+export function scrubObserver(m: NodeMetrics, disk: string): ScrubObserver {
+  return {
+    read(bytes) {
+      if (bytes > 0) m.scrubBytes.inc({ disk }, bytes);
+    },
+    damaged(records) {
+      m.scrubDamaged.inc({ disk }, records);
+      m.corruptRecords.inc({ disk }, records);
+    },
+    repaired(outcome) {
+      m.scrubRepairs.inc({ disk, outcome });
+    },
+    passed(finished) {
+      m.scrubLastPass.set({ disk }, finished / 1000);
     },
   };
 }

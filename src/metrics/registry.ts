@@ -65,6 +65,11 @@ export interface NodeMetrics {
   compactionReclaimed: Counter<'disk'>;
   compactionIo: Counter<'disk'>;
   compactionSkipped: Counter<'disk' | 'reason'>;
+  /** Scrub (store/scrubber.ts). */
+  scrubBytes: Counter<'disk'>;
+  scrubDamaged: Counter<'disk'>;
+  scrubRepairs: Counter<'disk' | 'outcome'>;
+  scrubLastPass: Gauge<'disk'>;
   antiEntropyPassSeconds: Gauge;
   /** When the TLS certificates in use expire (set at start when TLS is on). */
   tlsCertExpiry: Gauge<'certificate'>;
@@ -181,7 +186,7 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
     }),
     corruptRecords: new Counter({
       name: 'oyster_corrupt_records_total',
-      help: 'Records found failing their checksum, by disk (on reads and when partitions are opened)',
+      help: 'Records found failing their checksum, by disk (on reads, when partitions are opened, and by scrub)',
       labelNames: ['disk'],
       registers,
     }),
@@ -246,6 +251,25 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
       name: 'oyster_compaction_skipped_total',
       help: 'Blobs due for compaction left as they were: no_space (the disk lacks room for what they keep) or error',
       labelNames: ['disk', 'reason'],
+      registers,
+    }),
+    scrubBytes: new Counter({ name: 'oyster_scrub_bytes_total', help: 'Bytes of closed blobs scrub read to check them', labelNames: ['disk'], registers }),
+    scrubDamaged: new Counter({
+      name: 'oyster_scrub_damaged_records_total',
+      help: 'Records scrub found failing their checksums (also counted in oyster_corrupt_records_total)',
+      labelNames: ['disk'],
+      registers,
+    }),
+    scrubRepairs: new Counter({
+      name: 'oyster_scrub_repairs_total',
+      help: 'Repairs of damaged records by outcome: repaired (a replica\'s copy written again), unrepairable (no replica holds it: lost), failed (a replica could not be asked; tried again)',
+      labelNames: ['disk', 'outcome'],
+      registers,
+    }),
+    scrubLastPass: new Gauge({
+      name: 'oyster_scrub_last_pass_timestamp_seconds',
+      help: 'When the last complete scrub of the disk ended (seconds since the epoch; set once a pass ends)',
+      labelNames: ['disk'],
       registers,
     }),
     antiEntropyBytes: new Counter({

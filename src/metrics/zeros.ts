@@ -39,6 +39,9 @@ export function startAtZero(m: NodeMetrics, k: KnownLabels): void {
     m.compactionReclaimed.inc({ disk }, 0);
     m.compactionIo.inc({ disk }, 0);
     for (const reason of ['no_space', 'error']) m.compactionSkipped.inc({ disk, reason }, 0);
+    m.scrubBytes.inc({ disk }, 0);
+    m.scrubDamaged.inc({ disk }, 0);
+    for (const outcome of ['repaired', 'unrepairable', 'failed']) m.scrubRepairs.inc({ disk, outcome }, 0);
   }
   for (const owner of k.owners) m.aliensHandedOver.inc({ owner }, 0);
   for (const source of k.sources) m.antiEntropyRecords.inc({ source }, 0);

@@ -22,7 +22,7 @@ import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
 import { LogPart, Logs } from '../logging/create';
 import { Logger } from '../logging/logger';
-import { compactionObserver, instrumentData, instrumentLocal, peerObserver, storageObserver } from '../metrics/instrument';
+import { compactionObserver, instrumentData, instrumentLocal, peerObserver, scrubObserver, storageObserver } from '../metrics/instrument';
 import { BobMetrics } from '../metrics/bob-json';
 import { Compactor } from '../store/compactor';
 import { startMetricsListener } from '../metrics/listener';
@@ -169,6 +169,8 @@ export class OysterNode {
           // An alien directory out of service may hold anything.
           aliensOf: (vdisk) => !this.store.alien.isReady || this.store.holdsAliens(vdisk),
           observer: compactionObserver(metrics, disk.name, disk.alien),
+          repair: (d, vdisk, damage) => antiEntropy.repair(d, vdisk, damage),
+          scrubObserver: scrubObserver(metrics, disk.name),
         }),
     );
     const handoff = new AlienHandoff({
@@ -322,7 +324,7 @@ export class OysterNode {
     this.links.start();
     this.handoff.start();
     if (node.antiEntropy.enabled) this.antiEntropy.start();
-    for (const c of this.compactors) c.start();
+    await Promise.all(this.compactors.map((c) => c.start()));
     // The one line that tells where everything is: what runs, from which
     // files, where it listens and where its data goes.
     const addr = this.restAddress!;

@@ -5,7 +5,8 @@
 // its disk I/O paced by `rate` (native/engine/compaction.h does the work:
 // reads and writes go on, a crash at any point loses nothing). A blob is
 // compacted only while the disk has room for what it keeps: compaction
-// never makes a full disk fuller.
+// never makes a full disk fuller. Its Scrubber checks the disk's records
+// under the same I/O budget.
 import { CompactionConfig } from '../config/node-config';
 import { Logger } from '../logging/logger';
 import { errors } from '../model/errors';
@@ -13,6 +14,7 @@ import { BlobStats, CompactionStats, EngineErrorCode, EngineSet, isEngineError, 
 import { Disk } from './disk';
 import { freeSpace, mib } from './free-space';
 import { Partition } from './partition';
+import { Repair, ScrubObserver, Scrubber, ScrubState } from './scrubber';
 import { TokenBucket } from './token-bucket';
 import { Vdisk } from './vdisk';
 
@@ -48,6 +50,9 @@ export interface CompactorOptions {
   /** Whether alien copies of the vdisk's records may be held on this node: its tombstones then stay. */
   aliensOf: (vdisk: number) => boolean;
   observer?: CompactorObserver;
+  /** How the scrub repairs a damaged record (from another replica). */
+  repair: Repair;
+  scrubObserver?: ScrubObserver;
 }
 
 /** What POST and GET /vdisks/{id}/compact report. */
@@ -60,6 +65,7 @@ export interface CompactionState {
   bytesReclaimed: number;
   /** End of the last pass over the disk (ms since the epoch), and what it left for lack of room or by error. */
   lastPass?: { finished: number; compacted: number; skipped: number };
+  scrub: ScrubState;
 }
 
 interface Candidate {
@@ -74,7 +80,8 @@ export class Compactor {
   private running: Promise<void> | null = null;
   private stopping = false;
   private readonly tokens: TokenBucket;
-  private readonly state: CompactionState;
+  private readonly state: Omit<CompactionState, 'scrub'>;
+  readonly scrubber: Scrubber;
   // Vdisks an operator asked to compact now, whatever their garbage ratio.
   private readonly asked = new Set<number>();
   // The partition sets whose garbage was counted from their index files.
@@ -83,9 +90,11 @@ export class Compactor {
   constructor(private readonly o: CompactorOptions) {
     this.tokens = new TokenBucket(o.config.rate);
     this.state = { disk: o.disk.name, running: false, blobsCompacted: 0, bytesReclaimed: 0 };
+    this.scrubber = new Scrubber({ disk: o.disk, interval: o.config.scrubInterval, tokens: this.tokens, repair: o.repair, log: o.log, observer: o.scrubObserver });
   }
 
-  start(): void {
+  async start(): Promise<void> {
+    await this.scrubber.start();
     if (!this.o.config.enabled || this.timer) return;
     this.stopping = false;
     this.timer = setInterval(() => void this.trigger(), this.o.config.interval);
@@ -99,7 +108,7 @@ export class Compactor {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.running;
+    await Promise.all([this.running, this.scrubber.stop()]);
   }
 
   get disk(): Disk {
@@ -107,7 +116,7 @@ export class Compactor {
   }
 
   get status(): CompactionState {
-    return { ...this.state, current: this.state.current && { ...this.state.current } };
+    return { ...this.state, current: this.state.current && { ...this.state.current }, scrub: this.scrubber.status };
   }
 
   /**

@@ -16,6 +16,9 @@ import {
   NativeOpenOptions,
   NativePutStream,
   NativeRecovery,
+  NativeScrub,
+  NativeScrubDamage,
+  NativeScrubStats,
   NativeStats,
   NativeValueReader,
 } from './native';
@@ -38,6 +41,8 @@ export type EngineStats = NativeStats;
 export type BlobStats = NativeBlobStats;
 export type CompactionStats = NativeCompactionStats;
 export type GarbageSummary = NativeGarbageSummary;
+export type ScrubStats = NativeScrubStats;
+export type ScrubDamage = NativeScrubDamage;
 
 /** The newest record of one key, without its value. */
 export interface SnapshotEntry {
@@ -342,11 +347,6 @@ export class EngineSet {
   }
 
   /**
-   * The newest record of every key whose bucket among 2^bits is one of
-   * `buckets` (any order, repeats allowed), sorted by key bytes, so that two
-   * replicas' lists merge in one pass.
-   */
-  /**
    * Starts compacting blob `blobId` of `engine` (one of this set's): records
    * no read returns are left out, judged across the whole set. Rejects with
    * OYSTER_NOT_FOUND, OYSTER_INVALID_ARGUMENT (not closed) or OYSTER_BUSY
@@ -365,6 +365,23 @@ export class EngineSet {
     return settle(() => handle.countGarbage(tombstones.graceSeconds, tombstones.drop, tombstones.nowSeconds ?? 0));
   }
 
+  /**
+   * Starts scrubbing blob `blobId` of `engine` (one of this set's): its
+   * records that reads of the set return are checked against their
+   * checksums. Rejects with OYSTER_NOT_FOUND or OYSTER_INVALID_ARGUMENT (not
+   * closed).
+   */
+  async beginScrub(engine: Engine, blobId: number): Promise<Scrub> {
+    const handle = this.handle;
+    if (handle === null) throw new Error('an empty engine set has nothing to scrub');
+    return new Scrub(await settle(() => handle.beginScrub(engine.handle, blobId)));
+  }
+
+  /**
+   * The newest record of every key whose bucket among 2^bits is one of
+   * `buckets` (any order, repeats allowed), sorted by key bytes, so that two
+   * replicas' lists merge in one pass.
+   */
   async entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]> {
     checkDigestArgs(bits, buckets);
     if (this.handle === null) return [];
@@ -395,6 +412,23 @@ export class Compaction {
 
   install(): Promise<CompactionStats> {
     return settle(() => this.handle.install());
+  }
+
+  close(): Promise<void> {
+    return settle(() => this.handle.close());
+  }
+}
+
+/**
+ * The scrub of one closed blob: step through it (each step reads about
+ * `budget` bytes) and close it. Each damaged record is reported once, by
+ * the step that found it.
+ */
+export class Scrub {
+  constructor(private readonly handle: NativeScrub) {}
+
+  step(budget: number): Promise<{ done: boolean; stats: ScrubStats; damaged: ScrubDamage[] }> {
+    return settle(() => this.handle.step(budget));
   }
 
   close(): Promise<void> {

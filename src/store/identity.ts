@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { files } from './files';
+import { readJson, writeAtomically } from './json-file';
 
 /** The identity file, at the disk's path (the mount point). */
 export const IDENTITY_FILE = 'oyster-disk.json';
@@ -150,34 +150,4 @@ export class NodeState {
     const disks = Object.fromEntries([...this.disks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     await writeAtomically(this.file, `${JSON.stringify({ format: FORMAT, node: this.node, disks }, null, 2)}\n`);
   }
-}
-
-/** The JSON in `file`: undefined when there is no such file, null when it is not JSON. */
-async function readJson(file: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await fs.promises.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return null;
-  }
-}
-
-// A new file beside the target, synced, renamed over it, the directory synced.
-async function writeAtomically(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await files.write(tmp, 0, Buffer.from(text), true);
-    await files.sync(tmp);
-    await files.rename(tmp, file);
-  } catch (err) {
-    await files.remove(tmp).catch(() => undefined);
-    throw err;
-  }
-  await files.syncDir(path.dirname(file));
 }

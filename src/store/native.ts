@@ -100,6 +100,39 @@ export interface NativeCompaction {
   close(): Promise<void>;
 }
 
+/** Where a scrub stands (native/engine/scrub.h ScrubStats). */
+export interface NativeScrubStats {
+  blobId: number;
+  /** Records the blob's index points at. */
+  entries: number;
+  /** Of those, passed so far: checked, or superseded (a read of the key returns another record). */
+  visited: number;
+  superseded: number;
+  bytesRead: number;
+  damaged: number;
+  /** The blob's index was damaged and rebuilt from the blob. */
+  indexRepaired: boolean;
+}
+
+/** A record that failed its checks (native/engine/scrub.h ScrubDamage). */
+export interface NativeScrubDamage {
+  key: Buffer;
+  /** Of the index entry: what the record should hold. */
+  version: Version;
+  tombstone: boolean;
+  /** Of the record's header in the blob. */
+  offset: number;
+  message: string;
+}
+
+/** One scrub of one closed blob (native/engine/scrub.h). Calls run one after the other. */
+export interface NativeScrub {
+  /** Checks records until about `budget` bytes were read; `damaged`: found by this step. */
+  step(budget: number): Promise<{ done: boolean; stats: NativeScrubStats; damaged: NativeScrubDamage[] }>;
+  /** Drops the scrub. Idempotent. */
+  close(): Promise<void>;
+}
+
 /** What EngineSet::CountGarbage found, summed over the set. */
 export interface NativeGarbageSummary {
   keys: number;
@@ -163,6 +196,8 @@ export interface NativeEngineSet {
   entries(bits: number, buckets: Uint32Array): Promise<Buffer>;
   /** Compaction::Begin of blob `blobId` of `engine` (one of the set's); nowSeconds 0: now. */
   beginCompaction(engine: NativeEngine, blobId: number, graceSeconds: number, dropTombstones: boolean, nowSeconds: number): Promise<NativeCompaction>;
+  /** Scrub::Begin of blob `blobId` of `engine` (one of the set's), checking what reads of the set return. */
+  beginScrub(engine: NativeEngine, blobId: number): Promise<NativeScrub>;
   /** EngineSet::CountGarbage: sets every blob's garbage counts anew. */
   countGarbage(graceSeconds: number, dropTombstones: boolean, nowSeconds: number): Promise<NativeGarbageSummary>;
 }
