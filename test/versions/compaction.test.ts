@@ -42,11 +42,12 @@ function stored(dir: string): { bytes: number; leftovers: string[] } {
 }
 
 async function setup(t: Test, compaction: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, pearl: Record<string, unknown> = {}) {
-  // Compaction runs when asked (interval far off), at full speed unless a test slows it.
+  // Compaction runs only when asked (not enabled: no pass of its own, not even
+  // the first one soon after the start), at full speed unless a test slows it.
   return writeCluster(
     tempDir(t),
     { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 },
-    { maxDataInBlob: 200, extra: { ...extra, compaction: { interval: '1h', rate: '1 GiB', ...compaction } }, pearl },
+    { maxDataInBlob: 200, extra: { ...extra, compaction: { enabled: false, rate: '1 GiB', ...compaction } }, pearl },
   );
 }
 
@@ -237,17 +238,17 @@ t.test('a disk without room for what a blob keeps: compaction refuses with a log
     await node.stop();
   });
   const KEYS = 1000;
-  const model = Array.from({ length: KEYS }, () => new KeyModel());
-  // One blob of about 4 MiB of which a third is garbage, then writes until
-  // the disk has less room than that blob keeps.
+  const model = Array.from({ length: 3 * KEYS }, () => new KeyModel());
+  // One blob of about 4 MiB of which a third is garbage, then new keys (no
+  // more garbage, which a compaction could free to make room) until the
+  // disk has less room than that blob keeps.
   await writeAll(rest, node, model, Array.from({ length: KEYS }, (_, key) => ({ key, value: valueOf(key, 1) })));
   await writeAll(rest, node, model, Array.from({ length: 330 }, (_, key) => ({ key, value: valueOf(key, 2) })));
-  let key = 0;
-  for (;;) {
+  for (let key = KEYS; ; key++) {
     const st = fs.statfsSync(disk);
     if (st.bavail * st.bsize < 2.5 * 1024 * 1024) break;
-    await writeAll(rest, node, model, [{ key: key % 330, value: valueOf(key % 330, 3 + Math.floor(key / 330)) }]);
-    key++;
+    if (key === model.length) throw new Error('the disk did not fill up');
+    await writeAll(rest, node, model, [{ key, value: valueOf(key, 1) }]);
   }
   const linesBefore = node.output.length;
   const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact');
