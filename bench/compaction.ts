@@ -1,5 +1,5 @@
 // npm run bench:compaction -- [--sizes=1,64] [--live-mib-1k=32] [--live-mib-64k=128] [--versions=10]
-//   [--blob-mib=16] [--rounds=3] [--round-versions=1] [--connections=8] [--load-connections=32]
+//   [--blob-mib=16] [--rounds=3] [--round-versions=3] [--connections=8] [--load-connections=32]
 //   [--reclaim-rate-mib=1024] [--rate-mib=64] [--read-cache-mib=0] [--warmup-seconds=2]
 //   [--drop-caches=1] [--verify=20000]
 //
@@ -46,7 +46,7 @@
 // measured in `--rounds` (3) pairs of rounds: without compaction, and while
 // a POST /vdisks/0/compact runs (the round lasts exactly as long as the
 // compaction; its twin without compaction lasts as long). Before each pair
-// every key is overwritten `--round-versions` times so that there is garbage
+// every key is overwritten `--round-versions` (3) times so that there is garbage
 // to compact; the order within a pair alternates (without first in odd
 // pairs). Per pair the p99 of GET and of POST with / without; the median of
 // the pairs' ratios counts. Failed requests (non-2xx, a wrong value,
@@ -80,7 +80,7 @@ const liveMib = (kib: number) => arg(`live-mib-${kib}k`, kib >= 64 ? 128 : 32);
 const VERSIONS = arg('versions', 10);
 const BLOB_MIB = arg('blob-mib', 16);
 const ROUNDS = arg('rounds', 3);
-const ROUND_VERSIONS = arg('round-versions', 1);
+const ROUND_VERSIONS = arg('round-versions', 3);
 const CONNECTIONS = arg('connections', 8);
 const LOAD_CONNECTIONS = arg('load-connections', 32);
 const RECLAIM_RATE_MIB = arg('reclaim-rate-mib', 1024);

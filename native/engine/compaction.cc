@@ -112,9 +112,12 @@ Status Compaction::Step(uint64_t budget, bool* done) {
   *done = false;
   const uint64_t start = walker_->bytes_read() + stats_.bytes_written;
   const uint64_t visited = stats_.visited;
+  const uint64_t dropped = stats_.dropped_records;
   while (!walker_->done()) {
     // At least one record per step, whatever the budget.
-    if (stats_.visited > visited && walker_->bytes_read() + stats_.bytes_written - start >= budget) break;
+    const uint64_t spent = walker_->bytes_read() + stats_.bytes_written - start +
+                           (stats_.dropped_records - dropped) * RecordWalker::kSkippedCost;
+    if (stats_.visited > visited && spent >= budget) break;
     const char* key = walker_->key();
     const IndexEntry e = walker_->entry();
     // Kept only while it is what a read of the key returns.

@@ -76,7 +76,8 @@ class Compaction {
   Compaction& operator=(const Compaction&) = delete;
 
   // Decides on and copies further records, stopping once about `budget`
-  // bytes were read and written (at least one record). *done once every
+  // bytes were read and written (at least one record; a record dropped
+  // counts as RecordWalker::kSkippedCost bytes). *done once every
   // record was decided. Corruption if a record the index points at has a
   // damaged header (the compaction cannot go on; the blob stays as it is).
   Status Step(uint64_t budget, bool* done);

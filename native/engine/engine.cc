@@ -1016,14 +1016,27 @@ Status Engine::Close() {
 }
 
 Status Engine::SyncWritten() {
-  std::lock_guard<std::mutex> wl(write_mu_);
-  if (closed_) return Status::Closed("engine is closed");
-  std::shared_ptr<const BlobSet> set = Current();
-  for (const auto& b : set->blobs) {
-    if (!b->in_memory()) continue;  // indexed blobs were synced before their index was written
+  // The blobs are taken under the writer's lock and synced outside it, so
+  // that writes go on meanwhile (as streamed puts sync beside the writer):
+  // an fdatasync makes durable everything written before it began.
+  std::vector<std::shared_ptr<Blob>> unsynced;
+  {
+    std::lock_guard<std::mutex> wl(write_mu_);
+    if (closed_) return Status::Closed("engine is closed");
+    for (const auto& b : Current()->blobs) {
+      if (b->in_memory()) unsynced.push_back(b);  // indexed blobs were synced before their index was written
+    }
+  }
+  for (const std::shared_ptr<Blob>& b : unsynced) {
     Status s = b->file()->Sync();
-    if (!s.ok()) return s;
-    if (b == active_) dirty_bytes_ = 0;
+    if (!s.ok()) {
+      // After a failed fdatasync the kernel may have dropped dirty pages:
+      // nothing written since the last good sync can be trusted, as in Write.
+      std::lock_guard<std::mutex> wl(write_mu_);
+      SetWriteError(Status::IOError("fdatasync failed on " + b->file()->path() +
+                                    "; writes are disabled until the engine is reopened", s.err()));
+      return s;
+    }
   }
   return Status::OK();
 }

@@ -25,6 +25,11 @@ class RecordWalker {
  public:
   // Pieces of a record's body are at most this long.
   static constexpr size_t kPieceSize = 1 << 20;
+  // What a record skipped costs of a walk's budget in bytes (Compaction::Step,
+  // Scrub::Step): it is not read, but deciding on it looks the key up across
+  // the vdisk, so that a blob of garbage is walked in steps too. The service
+  // paces its I/O budget the same way (src/store/token-bucket.ts).
+  static constexpr uint64_t kSkippedCost = 512;
 
   // Reads the index of `blob`, which must be closed (served by its index
   // file): InvalidArgument otherwise, Corruption if an index block is damaged.

@@ -3,14 +3,6 @@
 #include <algorithm>
 
 namespace oyster {
-namespace {
-
-// What passing a superseded record costs of a step's budget, in bytes: no
-// read, but a Locate across the vdisk, so that a blob of garbage is still
-// passed in steps.
-constexpr uint64_t kSupersededCost = 512;
-
-}  // namespace
 
 Scrub::Scrub(const EngineSet* vdisk, std::shared_ptr<Engine> engine, std::unique_ptr<RecordWalker> walker)
     : vdisk_(vdisk ? new EngineSet(*vdisk) : nullptr),
@@ -66,7 +58,7 @@ Status Scrub::Step(uint64_t budget, bool* done) {
   const uint64_t start = walker_->bytes_read();
   uint64_t passed = 0;  // superseded records passed in this step
   for (bool first = true; !walker_->done(); first = false) {
-    if (!first && walker_->bytes_read() - start + passed * kSupersededCost >= budget) break;
+    if (!first && walker_->bytes_read() - start + passed * RecordWalker::kSkippedCost >= budget) break;
     // Read moves on to the next record: what is reported is taken before.
     // The key stays where it is (the walker's copy of the index).
     const char* key = walker_->key();

@@ -76,7 +76,7 @@ class Scrub {
 
   // Checks further records in file order, stopping once about `budget`
   // bytes were read (at least one record; a superseded record passed counts
-  // as 512 bytes). The file is read in windows of
+  // as RecordWalker::kSkippedCost bytes). The file is read in windows of
   // RecordWalker::kPieceSize bytes, so a step reads at most about budget +
   // one record + one window. Sets *done once every record was checked.
   //

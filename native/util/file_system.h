@@ -27,7 +27,9 @@ struct IoBuffer {
 };
 
 // An open file for positional I/O. Read, Size and path are safe to call from
-// many threads at once; Write, Sync and Truncate are serialized by the caller.
+// many threads at once; so are Write of disjoint ranges and Sync (a streamed
+// put writes its range and syncs beside the engine's writer). Truncate is
+// serialized with writes by the caller.
 class File {
  public:
   virtual ~File() = default;

@@ -15,7 +15,7 @@ import { Disk } from './disk';
 import { freeSpace, mib } from './free-space';
 import { Partition } from './partition';
 import { Repair, ScrubObserver, Scrubber, ScrubState } from './scrubber';
-import { TokenBucket } from './token-bucket';
+import { PASSED_RECORD_COST, TokenBucket } from './token-bucket';
 import { Vdisk } from './vdisk';
 
 // Bytes one step of a compaction reads and writes: small enough that
@@ -24,6 +24,9 @@ const STEP_BYTES = 1 << 20;
 // An index entry's bytes at most (key, version, offset, size, flags), and
 // what its bloom filter and fences add.
 const INDEX_BYTES_PER_RECORD = 96;
+// A blob whose compaction failed (a record with a damaged header that no
+// replica could repair, an I/O error) is tried again after this long.
+const RETRY_FAILED_MS = 3600_000;
 
 /** One compaction's outcome, for metrics. */
 export interface CompactedBlob {
@@ -84,11 +87,14 @@ export class Compactor {
   readonly scrubber: Scrubber;
   // Vdisks an operator asked to compact now, whatever their garbage ratio.
   private readonly asked = new Set<number>();
+  // When the compaction of a blob ("<partition dir>/<blob id>") last failed.
+  private readonly failedAt = new Map<string, number>();
   // The partition sets whose garbage was counted from their index files.
   private readonly counted = new WeakSet<EngineSet>();
 
   constructor(private readonly o: CompactorOptions) {
-    this.tokens = new TokenBucket(o.config.rate);
+    // Bursts of a tenth of a second: a compaction shorter than a second is paced too.
+    this.tokens = new TokenBucket(o.config.rate, Math.max(2 * STEP_BYTES, o.config.rate / 10));
     this.state = { disk: o.disk.name, running: false, blobsCompacted: 0, bytesReclaimed: 0 };
     this.scrubber = new Scrubber({ disk: o.disk, interval: o.config.scrubInterval, tokens: this.tokens, repair: o.repair, log: o.log, observer: o.scrubObserver });
   }
@@ -163,7 +169,13 @@ export class Compactor {
         }
         for (const c of await this.candidates(vdisk, asked ? 0 : this.o.config.garbageRatio)) {
           if (this.stopping) break;
+          const id = `${c.partition.dir}/${c.blob.id}`;
+          // A blob whose compaction failed waits an hour (unless asked for),
+          // rather than fail and warn at every interval.
+          if (!asked && (this.failedAt.get(id) ?? 0) > Date.now() - RETRY_FAILED_MS) continue;
           const outcome = await this.compact(c, policy);
+          if (outcome === 'error') this.failedAt.set(id, Date.now());
+          else this.failedAt.delete(id);
           if (outcome === 'compacted') compacted++;
           else if (outcome !== 'gone') skipped++;
         }
@@ -224,14 +236,15 @@ export class Compactor {
       return 'error';
     }
     try {
-      let last = { bytes: 0 };
+      let last = { bytes: 0, dropped: 0 };
       for (;;) {
         if (this.stopping) return 'gone';
-        await this.tokens.take(STEP_BYTES);
         const { done, stats } = await compaction.step(STEP_BYTES);
         const bytes = stats.bytesRead + stats.bytesWritten;
         this.o.observer?.io(bytes - last.bytes);
-        last = { bytes };
+        // Paid after the step, for what it did: the budget holds however far a step goes.
+        await this.tokens.take(bytes - last.bytes + (stats.droppedRecords - last.dropped) * PASSED_RECORD_COST);
+        last = { bytes, dropped: stats.droppedRecords };
         this.state.current = { vdisk: c.vdisk.id, partition: c.partition.dirName, blob: c.blob.id, visited: stats.visited, entries: stats.entries, bytesRead: stats.bytesRead, bytesWritten: stats.bytesWritten };
         if (done) break;
       }
@@ -247,7 +260,7 @@ export class Compactor {
       return 'compacted';
     } catch (err) {
       if (isEngineError(err, EngineErrorCode.closed)) return 'gone';
-      log.warn({ ...where, err: (err as Error).message }, `compaction of blob ${c.blob.id} failed; the blob stays as it was`);
+      log.warn({ ...where, err: (err as Error).message }, `compaction of blob ${c.blob.id} failed; the blob stays as it was (tried again in an hour)`);
       this.o.observer?.skipped('error');
       return 'error';
     } finally {

@@ -20,7 +20,7 @@ import { EngineErrorCode, isEngineError, ScrubDamage } from './engine';
 import { mib } from './free-space';
 import { readJson, writeAtomically } from './json-file';
 import { Partition } from './partition';
-import { TokenBucket } from './token-bucket';
+import { PASSED_RECORD_COST, TokenBucket } from './token-bucket';
 import { Vdisk } from './vdisk';
 
 export const SCRUB_STATE_FILE = 'oyster-scrub.json';
@@ -248,14 +248,17 @@ export class Scrubber {
       return { bytes: 0, damaged: 0 };
     }
     let read = 0;
+    let superseded = 0;
     let damaged = 0;
     try {
       for (;;) {
         if (this.stopping) break;
-        await this.o.tokens.take(STEP_BYTES);
         const r = await scrub.step(STEP_BYTES);
         this.o.observer?.read(r.stats.bytesRead - read);
+        // Paid after the step, for what it did (a superseded record passed as a compaction's dropped one).
+        await this.o.tokens.take(r.stats.bytesRead - read + (r.stats.superseded - superseded) * PASSED_RECORD_COST);
         read = r.stats.bytesRead;
+        superseded = r.stats.superseded;
         this.state.current = { vdisk: vdisk.id, partition: partition.dirName, blob, visited: r.stats.visited, entries: r.stats.entries, bytesRead: read };
         for (const d of r.damaged) {
           damaged++;
