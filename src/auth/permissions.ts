@@ -23,4 +23,5 @@ export const GRPC_PERMISSION: Record<string, number> = {
   Entries: Permission.read,
   Files: Permission.read,
   ReadFile: Permission.read,
+  Operations: Permission.read | Permission.write,
 };

@@ -1,5 +1,8 @@
 // PeerClient: another node of the cluster, reached over gRPC with one
 // channel, bob's InterNode credentials and operation_timeout on every call.
+// Put, Get, Exist and Delete go batched on one stream (./operation-stream.ts)
+// to an Oyster peer, and as BobApi's force_node calls to a bob peer, which
+// answers the stream UNIMPLEMENTED (asked again an hour later).
 import * as grpc from '@grpc/grpc-js';
 import { errors, isOysterError } from '../model/errors';
 import { SnapshotEntry } from '../store/engine';
@@ -11,10 +14,16 @@ import {
   ExistResponseMsg,
   FilesResponseMsg,
   GetSource as Source,
+  OperationBatchMsg,
+  OperationKind,
+  OperationMsg,
   ReadFileChunkMsg,
   Replicas,
+  ResultBatchMsg,
+  ResultMsg,
 } from './proto';
 import { fromStatus } from './status';
+import { OperationStream } from './operation-stream';
 import { decodeEntries, decodeStates, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
@@ -40,7 +49,13 @@ export interface PeerOptions {
   channelOptions?: grpc.ChannelOptions;
   /** Called when a call ends: the operation, its error (null: success) and its duration. */
   observe?: (operation: string, err: unknown, seconds: number) => void;
+  /** Operations waiting for the peer at most, and their value bytes (beyond, they fail at once). */
+  maxInFlight?: number;
+  maxInFlightBytes?: number;
 }
+
+/** How long a peer that does not serve Replicas.Operations (a bob node) is sent BobApi calls before it is asked again. */
+const UNSUPPORTED_MS = 3600_000;
 
 type Callback<T> = (err: grpc.ServiceError | null, value?: T) => void;
 type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: Callback<Res>) => grpc.ClientUnaryCall;
@@ -52,6 +67,9 @@ export class PeerClient implements NodeApi {
   // Oyster's Replicas service, on the same channel.
   private readonly replicas: grpc.Client & Record<string, Unary<unknown, unknown>>;
   private readonly auth: grpc.Metadata;
+  private readonly operations: OperationStream;
+  // Until when the peer is sent BobApi calls (it answered the stream UNIMPLEMENTED).
+  private bobUntil = 0;
 
   constructor(readonly options: PeerOptions) {
     this.client = new BobApi(options.address, options.credentials ?? grpc.credentials.createInsecure(), {
@@ -70,6 +88,19 @@ export class PeerClient implements NodeApi {
     }) as grpc.Client & Record<string, Unary<unknown, unknown>>;
     this.auth = new grpc.Metadata();
     this.auth.set('authorization', `InterNode ${Buffer.from(options.selfName).toString('base64')}`);
+    this.operations = new OperationStream({
+      peer: options.name,
+      open: (waitForReady) => {
+        const md = this.auth.clone();
+        if (waitForReady) md.setOptions({ waitForReady: true });
+        const open = this.replicas.Operations as unknown as (md: grpc.Metadata) => grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>;
+        return open.call(this.replicas, md);
+      },
+      isAvailable: () => options.isAvailable?.() ?? true,
+      timeoutMs: options.operationTimeoutMs,
+      maxInFlight: options.maxInFlight ?? 4096,
+      maxBytes: options.maxInFlightBytes ?? 64 * 1024 * 1024,
+    });
   }
 
   get name(): string {
@@ -77,6 +108,7 @@ export class PeerClient implements NodeApi {
   }
 
   close(): void {
+    this.operations.close();
     this.replicas.close();
     this.client.close();
   }
@@ -108,7 +140,34 @@ export class PeerClient implements NodeApi {
     await this.call('Ping', {}, md, false);
   }
 
+  /**
+   * Runs a data operation on the stream; null when the peer does not serve
+   * it (a bob node: the caller makes the BobApi call instead). Rejects with
+   * the operation's failure as the BobApi call would.
+   */
+  private async operate(name: string, op: Omit<OperationMsg, 'id'>, bytes: number): Promise<ResultMsg | null> {
+    if (Date.now() < this.bobUntil) return null;
+    const started = process.hrtime.bigint();
+    let failure: unknown = null;
+    try {
+      const r = await this.operations.send(op, bytes);
+      if (r.code) throw resultError(r);
+      return r;
+    } catch (err) {
+      if (isOysterError(err, 'Unsupported') && this.operations.unsupported) {
+        this.bobUntil = Date.now() + UNSUPPORTED_MS;
+        return null;
+      }
+      failure = err;
+      throw err;
+    } finally {
+      if (Date.now() >= this.bobUntil) this.options.observe?.(name, failure, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
   async put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
+    const streamed = await this.operate('put', { kind: OperationKind.PUT, keys: [key], value, ...versionFields(version), remote_nodes: remoteNodes }, value.length);
+    if (streamed) return;
     await this.call('Put', {
       key: { key },
       data: { data: value, meta: versionMeta(version) },
@@ -117,6 +176,13 @@ export class PeerClient implements NodeApi {
   }
 
   async get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
+    const r = await this.operate('get', { kind: OperationKind.GET, keys: [key], source: SOURCES[source] }, 0);
+    if (r) {
+      if (!r.kind) return null;
+      const version = resultVersion(r);
+      if (version === null || (r.kind !== 1 && r.kind !== 2)) throw errors.failed(`peer ${this.name} answered Get with an unusable record`);
+      return r.kind === 2 ? { kind: 'deleted', version } : { kind: 'found', version, value: r.value ?? Buffer.alloc(0) };
+    }
     let blob: BlobMsg;
     try {
       blob = await this.call<BlobMsg>('Get', { key: { key }, options: { force_node: true, source: SOURCES[source], oyster_versions: true } });
@@ -131,6 +197,12 @@ export class PeerClient implements NodeApi {
   }
 
   async exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
+    const r = await this.operate('exist', { kind: OperationKind.EXIST, keys, source: SOURCES[source] }, 0);
+    if (r) {
+      const states = decodeStates(r.states, keys.length);
+      if (!states) throw errors.failed(`peer ${this.name} answered Exist with malformed states`);
+      return states;
+    }
     const res = await this.call<ExistResponseMsg>('Exist', {
       keys: keys.map((key) => ({ key })),
       options: { force_node: true, source: SOURCES[source], oyster_versions: true },
@@ -142,6 +214,12 @@ export class PeerClient implements NodeApi {
   }
 
   async delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
+    const streamed = await this.operate(
+      'delete',
+      { kind: OperationKind.DELETE, keys: [key], ...versionFields(version), is_alien: options.isAlien, force_alien_nodes: options.forceAlienNodes },
+      0,
+    );
+    if (streamed) return;
     await this.call('Delete', {
       key: { key },
       meta: versionMeta(version),
@@ -206,4 +284,21 @@ export class PeerClient implements NodeApi {
       this.options.observe?.('readfile', failure, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
+}
+
+function versionFields(v: Version): { timestamp: string; tick: string; node: number } {
+  return { timestamp: String(v.timestamp), tick: String(v.tick), node: v.node };
+}
+
+/** The version a result carries; null when out of range. */
+function resultVersion(r: ResultMsg): Version | null {
+  return metaVersion({ timestamp: r.timestamp ?? 0, oyster_tick: r.tick ?? 0, oyster_node: r.node ?? 0 });
+}
+
+/** A failed operation's result as the error its BobApi call would have rejected with. */
+function resultError(r: ResultMsg): Error {
+  const err = fromStatus({ code: r.code, details: r.details ?? '', message: r.details ?? '' } as grpc.ServiceError);
+  // A damaged record's version comes along: the coordinator may pass over it.
+  const version = r.code === grpc.status.DATA_LOSS && r.timestamp !== undefined ? resultVersion(r) : null;
+  return version ? errors.corruption(err.message, version) : err;
 }

@@ -101,3 +101,36 @@ export interface ReadFileRequestMsg {
 export interface ReadFileChunkMsg {
   data: Buffer;
 }
+
+export const OperationKind = { PUT: 0, GET: 1, EXIST: 2, DELETE: 3 } as const;
+
+export interface OperationMsg {
+  id: number;
+  kind: number;
+  keys: Buffer[];
+  value?: Buffer;
+  timestamp?: string | number;
+  tick?: string | number;
+  node?: number;
+  source?: number;
+  remote_nodes?: string[];
+  is_alien?: boolean;
+  force_alien_nodes?: string[];
+}
+export interface OperationBatchMsg {
+  ops: OperationMsg[];
+}
+export interface ResultMsg {
+  id: number;
+  code?: number;
+  details?: string;
+  kind?: number;
+  timestamp?: string | number;
+  tick?: string | number;
+  node?: number;
+  value?: Buffer;
+  states?: Buffer;
+}
+export interface ResultBatchMsg {
+  results: ResultMsg[];
+}

@@ -1,6 +1,7 @@
 // Oyster's Replicas service (oyster.proto): the digests and entries of this
 // node's replica of a vdisk, and its closed files, for the anti-entropy of
-// its peers.
+// its peers; and the data operations of its peers' coordinators
+// (./operations-service.ts).
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { NodeStore } from '../store/node-store';
@@ -16,6 +17,7 @@ import {
   ReplicasService,
 } from './proto';
 import { BadRequest, CallParts, serverStream, unary } from './server';
+import { OperationsEndpoint } from './operations-service';
 import { encodeEntries } from './versions';
 
 /** Bucket bits a peer may ask for: 2^16 digests are 512 KiB. */
@@ -71,6 +73,7 @@ export const replicasDefinition: grpc.ServiceDefinition = {
 
 export interface ReplicasServiceParts extends CallParts {
   store: NodeStore;
+  operations: OperationsEndpoint;
 }
 
 function vdiskOf(parts: ReplicasServiceParts, vdisk: unknown): number {
@@ -86,6 +89,8 @@ function bitsOf(bits: unknown): number {
 export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServiceImplementation {
   const { store } = parts;
   return {
+    Operations: parts.operations.handle,
+
     Digest: unary<DigestRequestMsg, DigestResponseMsg>(parts, 'Digest', async (call) => {
       const vdisk = vdiskOf(parts, call.request.vdisk);
       const bits = bitsOf(call.request.bits);

@@ -115,7 +115,7 @@ class Refused extends Error {
 }
 
 /** Checks the caller's credentials against what the method needs (Ping needs nothing). */
-async function authorizeCall(auth: Authenticator, name: string, call: { metadata: grpc.Metadata; getPeer(): string }): Promise<void> {
+export async function authorizeCall(auth: Authenticator, name: string, call: { metadata: grpc.Metadata; getPeer(): string }): Promise<void> {
   const need = GRPC_PERMISSION[name] ?? 0;
   if (!auth.enabled || need === 0) return;
   const header = call.metadata.get('authorization')[0];
@@ -134,7 +134,7 @@ async function authorizeCall(auth: Authenticator, name: string, call: { metadata
 }
 
 /** The status a handler's failure is answered with; an unexpected one is logged. */
-function failureStatus(err: unknown, name: string, log: Logger): Partial<grpc.StatusObject> {
+export function failureStatus(err: unknown, name: string, log: Logger): Partial<grpc.StatusObject> {
   if (err instanceof Refused) return { code: err.code, details: err.message };
   if (err instanceof BadRequest) return invalidArgument(err.message);
   if (err instanceof NotFound) return { code: grpc.status.NOT_FOUND, details: err.message };
@@ -144,7 +144,7 @@ function failureStatus(err: unknown, name: string, log: Logger): Partial<grpc.St
 }
 
 /** The reason grpc-js could not decode the request, if it could not. */
-function undecodable(request: unknown): string | undefined {
+export function undecodable(request: unknown): string | undefined {
   return (request as Partial<Undecodable> | null)?.[UNDECODABLE];
 }
 

@@ -18,6 +18,7 @@ import { Topology } from '../model/topology';
 import { BobApiService, ReplicasService } from '../grpc/proto';
 import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
+import { OperationsEndpoint } from '../grpc/operations-service';
 import { bobService, startGrpcServer } from '../grpc/server';
 import { LoadedConfig } from '../config/load';
 import { LogPart, Logs } from '../logging/create';
@@ -66,6 +67,7 @@ export class OysterNode {
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
   private grpc: grpc.Server | null = null;
+  private operations: OperationsEndpoint | null = null;
   private grpcPort: number | null = null;
   private cleaner: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
@@ -245,6 +247,7 @@ export class OysterNode {
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
+    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize });
     const { server: grpcServer, port } = await startGrpcServer(
       [
         {
@@ -257,7 +260,10 @@ export class OysterNode {
             keySize: config.cluster.keySize,
           }),
         },
-        { definition: replicasDefinition, implementation: replicasService({ ...calls, store: this.store }) },
+        {
+          definition: replicasDefinition,
+          implementation: replicasService({ ...calls, store: this.store, operations: this.operations }),
+        },
       ],
       {
         address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
@@ -355,6 +361,8 @@ export class OysterNode {
       await this.antiEntropy.stop();
       await Promise.all(this.compactors.map((c) => c.stop()));
       const grpcServer = this.grpc;
+      // Peers keep their operation streams open; the graceful shutdown waits for them.
+      this.operations?.close();
       const grpcDone = grpcServer
         ? new Promise<void>((resolve) => {
             const force = setTimeout(() => grpcServer.forceShutdown(), graceMs);

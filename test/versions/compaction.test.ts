@@ -250,6 +250,23 @@ t.test('a disk without room for what a blob keeps: compaction refuses with a log
     if (key === model.length) throw new Error('the disk did not fill up');
     await writeAll(rest, node, model, [{ key, value: valueOf(key, 1) }]);
   }
+  // Compaction takes closed blobs only: the first one's index is written in
+  // the background after it filled up (late on a busy machine).
+  const indexed = () => {
+    const found: string[] = [];
+    const walk = (d: string) => {
+      for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(path.join(d, e.name));
+        else if (/\.1\.index$/.test(e.name)) found.push(e.name);
+      }
+    };
+    walk(disk);
+    return found.length > 0;
+  };
+  for (let waited = 0; !indexed(); waited += 50) {
+    if (waited > 20_000) throw new Error('blob 1 was not closed');
+    await sleep(50);
+  }
   const linesBefore = node.output.length;
   const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact');
   t.equal(answer.status, 200, 'asked');

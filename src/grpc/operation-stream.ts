@@ -1,0 +1,197 @@
+// OperationStream: the sending end of Replicas.Operations to one Oyster peer
+// (oyster.proto). A gRPC call per operation costs both nodes a new HTTP/2
+// stream, headers, metadata and deadline timers; here one long-lived stream
+// carries every operation, and those sent within one turn of the event loop
+// travel as one message. Results are matched to operations by id.
+//
+// Bounded: at most `maxInFlight` operations and `maxBytes` of their values
+// wait for a peer at once; beyond, an operation fails at once (the peer is
+// slow or stopped, and the caller has other replicas or alien copies), it is
+// never queued without bound. An operation unanswered after `timeoutMs`
+// fails with Timeout (one sweep timer, not a timer per operation). A stream
+// that fails fails the operations sent on it; the next operation opens a
+// new one on the same channel, whose reconnects the channel's back-off paces.
+import * as grpc from '@grpc/grpc-js';
+import { errors, OysterError } from '../model/errors';
+import { OperationBatchMsg, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
+import { fromStatus } from './status';
+
+/** A batch is cut once it holds this many value bytes (an operation larger than that goes alone). */
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+export interface OperationStreamOptions {
+  peer: string;
+  /** Opens the stream on the peer's channel, with its credentials; `waitForReady` when the peer is known to be up. */
+  open: (waitForReady: boolean) => grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>;
+  isAvailable: () => boolean;
+  timeoutMs: number;
+  maxInFlight: number;
+  maxBytes: number;
+  /** An operation refused because too many wait for the peer. */
+  onRefused?: () => void;
+}
+
+interface Pending {
+  resolve: (r: ResultMsg) => void;
+  reject: (err: Error) => void;
+  started: number;
+  bytes: number;
+  /** The stream it was written to; null while queued. */
+  stream: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null;
+}
+
+export class OperationStream {
+  private stream: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null = null;
+  private writable = true;
+  private readonly pending = new Map<number, Pending>();
+  private queue: OperationMsg[] = [];
+  private bytes = 0;
+  private lastId = 0;
+  private scheduled = false;
+  private sweeper: NodeJS.Timeout | null = null;
+  private closed = false;
+  private _unsupported = false;
+
+  constructor(private readonly o: OperationStreamOptions) {}
+
+  /** The peer answered the stream UNIMPLEMENTED (a bob node): its operations failed with Unsupported. */
+  get unsupported(): boolean {
+    return this._unsupported;
+  }
+
+  /** Operations waiting for the peer. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Sends `op` (its id is set here) with `bytes` of value; resolves with its result, whatever its code. */
+  send(op: Omit<OperationMsg, 'id'>, bytes: number): Promise<ResultMsg> {
+    if (this.closed) return Promise.reject(errors.failed(`the operation stream to ${this.o.peer} is closed`));
+    if (this.pending.size > 0 && (this.pending.size >= this.o.maxInFlight || this.bytes + bytes > this.o.maxBytes)) {
+      this.o.onRefused?.();
+      return Promise.reject(
+        errors.unavailable(`${this.o.peer}: ${this.pending.size} operations and ${this.bytes} bytes wait for it already`),
+      );
+    }
+    const id = this.nextId();
+    return new Promise<ResultMsg>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, started: Date.now(), bytes, stream: null });
+      this.bytes += bytes;
+      this.queue.push({ ...op, id } as OperationMsg);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+      this.sweeper ??= setInterval(this.sweep, Math.min(1000, Math.max(50, this.o.timeoutMs / 4))).unref();
+    });
+  }
+
+  /** Fails what waits, ends the stream. */
+  close(): void {
+    this.closed = true;
+    const s = this.stream;
+    this.stream = null;
+    this.fail(null, errors.failed(`the operation stream to ${this.o.peer} was closed`));
+    s?.cancel();
+  }
+
+  private nextId(): number {
+    do this.lastId = this.lastId >= 0xfffffffe ? 1 : this.lastId + 1;
+    while (this.pending.has(this.lastId));
+    return this.lastId;
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.queue.length === 0 || !this.writable || this.closed) return;
+    const stream = this.stream ?? this.openStream();
+    while (this.queue.length > 0) {
+      let size = 0;
+      let n = 0;
+      while (n < this.queue.length && (n === 0 || size + (this.queue[n].value?.length ?? 0) <= BATCH_BYTES)) {
+        size += this.queue[n].value?.length ?? 0;
+        n++;
+      }
+      const ops = this.queue.splice(0, n);
+      for (const op of ops) {
+        const p = this.pending.get(op.id);
+        if (p) p.stream = stream;
+      }
+      if (!stream.write({ ops })) {
+        // The peer takes no more for now: the rest waits for it (bounded above).
+        this.writable = false;
+        stream.once('drain', () => {
+          this.writable = true;
+          this.flush();
+        });
+        return;
+      }
+    }
+  };
+
+  private openStream(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> {
+    const s = this.o.open(this.o.isAvailable());
+    this.stream = s;
+    this.writable = true;
+    this._unsupported = false;
+    s.on('data', (batch: ResultBatchMsg) => {
+      for (const r of batch.results) {
+        const p = this.pending.get(r.id);
+        if (!p) continue; // timed out meanwhile
+        this.pending.delete(r.id);
+        this.bytes -= p.bytes;
+        p.resolve(r);
+      }
+    });
+    s.on('error', (err: grpc.ServiceError) => {
+      this._unsupported = err.code === grpc.status.UNIMPLEMENTED;
+      this.ended(s, fromStatus(err));
+    });
+    s.on('end', () => this.ended(s, errors.failed(`${this.o.peer} ended the operation stream`)));
+    return s;
+  }
+
+  private ended(s: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>, err: OysterError): void {
+    if (this.stream === s) {
+      this.stream = null;
+      this.writable = true;
+    }
+    this.fail(s, err);
+    // Operations queued behind the failed stream go on a new one.
+    if (this.queue.length > 0 && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  /** Rejects the operations written to `s` (every one, for null). */
+  private fail(s: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null, err: Error): void {
+    for (const [id, p] of this.pending) {
+      if (s !== null && p.stream !== s) continue;
+      this.pending.delete(id);
+      this.bytes -= p.bytes;
+      p.reject(err);
+    }
+    if (s === null) this.queue = [];
+    this.stopSweeper();
+  }
+
+  private readonly sweep = (): void => {
+    const late = Date.now() - this.o.timeoutMs;
+    for (const [id, p] of this.pending) {
+      if (p.started > late) continue;
+      this.pending.delete(id);
+      this.bytes -= p.bytes;
+      this.queue = this.queue.filter((op) => op.id !== id);
+      p.reject(new OysterError('Timeout', `Timeout ${this.o.peer} did not answer within ${this.o.timeoutMs} ms`));
+    }
+    this.stopSweeper();
+  };
+
+  private stopSweeper(): void {
+    if (this.pending.size === 0 && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
+  }
+}

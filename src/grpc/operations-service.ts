@@ -1,0 +1,194 @@
+// Replicas.Operations, the serving end: the data operations another Oyster
+// node sends this one as a replica (BobApi's force_node Put, Get, Exist and
+// Delete), batched on one long-lived stream per peer (oyster.proto). Each
+// operation runs as its force_node twin does, on this node's storage; the
+// results of one event-loop turn go back as one batch, in the order they
+// finish. A peer that sends faster than this node answers is held back by
+// the stream's flow control: past MAX_IN_FLIGHT operations not yet answered
+// the stream is not read.
+import * as grpc from '@grpc/grpc-js';
+import { isOysterError } from '../model/errors';
+import { GetSource, NodeApi } from '../model/node-api';
+import { MAX_NODE_ID, MAX_TICK, StoredRecord, Version } from '../model/version';
+import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
+import { authorizeCall, BadRequest, CallParts, failureStatus, undecodable } from './server';
+import { invalidArgument } from './status';
+import { encodeStates, u64Field } from './versions';
+
+/** Operations of one stream received and not yet answered, beyond which it is not read. */
+export const MAX_IN_FLIGHT = 4096;
+
+export interface OperationsParts extends CallParts {
+  local: NodeApi;
+  keySize: number;
+}
+
+const SOURCES: Record<number, GetSource> = { 0: 'all', 1: 'normal', 2: 'alien' };
+
+function oneKey(op: OperationMsg, keySize: number): Buffer {
+  if (op.keys.length !== 1) throw new BadRequest(`${op.keys.length} keys: one is expected`);
+  return checkedKey(op.keys[0], keySize);
+}
+
+function checkedKey(k: Buffer, keySize: number): Buffer {
+  if (!Buffer.isBuffer(k) || k.length !== keySize) throw new BadRequest(`key of ${k?.length ?? 0} bytes: keys are ${keySize} bytes`);
+  return k;
+}
+
+function versionOf(op: OperationMsg): Version {
+  const timestamp = u64Field(op.timestamp, Number.MAX_SAFE_INTEGER);
+  const tick = u64Field(op.tick, MAX_TICK);
+  const node = op.node ?? 0;
+  if (timestamp === null || tick === null || !Number.isInteger(node) || node > MAX_NODE_ID) {
+    throw new BadRequest(`version ${String(op.timestamp)}.${String(op.tick)}.${node} is out of range`);
+  }
+  return { timestamp, tick, node };
+}
+
+function sourceOf(op: OperationMsg): GetSource {
+  const s = SOURCES[op.source ?? 0];
+  if (!s) throw new BadRequest(`unknown GetSource ${String(op.source)}`);
+  return s;
+}
+
+function withVersion(r: ResultMsg, v: Version): ResultMsg {
+  r.timestamp = String(v.timestamp);
+  r.tick = String(v.tick);
+  r.node = v.node;
+  return r;
+}
+
+function recordResult(id: number, r: StoredRecord | null): ResultMsg {
+  if (r === null) return { id, kind: 0 };
+  if (r.kind === 'deleted') return withVersion({ id, kind: 2 }, r.version);
+  return withVersion({ id, kind: 1, value: r.value }, r.version);
+}
+
+/** Runs one operation on this node's storage; its result, failures included. */
+async function run(parts: OperationsParts, op: OperationMsg): Promise<ResultMsg> {
+  const { local, keySize } = parts;
+  const id = op.id;
+  try {
+    switch (op.kind) {
+      case OperationKind.PUT:
+        await local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []);
+        return { id };
+      case OperationKind.GET:
+        return recordResult(id, await local.get(oneKey(op, keySize), sourceOf(op)));
+      case OperationKind.EXIST: {
+        const keys = op.keys.map((k) => checkedKey(k, keySize));
+        const answers = await local.exist(keys, sourceOf(op));
+        // This node's answers always carry versions.
+        return { id, states: encodeStates(answers.map((a) => (a === null || a.version === null ? null : { kind: a.kind, version: a.version }))) };
+      }
+      case OperationKind.DELETE:
+        await local.delete(oneKey(op, keySize), versionOf(op), { isAlien: op.is_alien ?? false, forceAlienNodes: op.force_alien_nodes ?? [] });
+        return { id };
+      default:
+        throw new BadRequest(`unknown operation kind ${String(op.kind)}`);
+    }
+  } catch (err) {
+    const status = failureStatus(err, 'Operations', parts.log);
+    const r: ResultMsg = { id, code: status.code ?? grpc.status.UNKNOWN, details: status.details ?? '' };
+    // The damaged record's version travels with a corruption: the coordinator
+    // may pass over it when another replica holds something newer.
+    if (isOysterError(err, 'Corruption') && err.version) withVersion(r, err.version);
+    return r;
+  }
+}
+
+/**
+ * The Operations streams this node serves. close() ends them as the node
+ * stops: a peer keeps its stream open for as long as it runs, and the
+ * server's graceful shutdown waits for every stream to end.
+ */
+export class OperationsEndpoint {
+  private readonly open = new Set<() => void>();
+
+  constructor(private readonly parts: OperationsParts) {}
+
+  /** Ends every stream once its operations are answered; operations that come meanwhile are refused (UNAVAILABLE). */
+  close(): void {
+    for (const close of [...this.open]) close();
+  }
+
+  readonly handle: grpc.handleBidiStreamingCall<OperationBatchMsg, ResultBatchMsg> = (call) => {
+    const { parts } = this;
+    const { auth, onAnswer } = parts;
+    let inFlight = 0;
+    let ended = false;
+    let closing = false;
+    let done = false;
+    let paused = false;
+    let out: ResultMsg[] = [];
+    let flushing = false;
+    const finish = (status: Partial<grpc.StatusObject> | null) => {
+      if (done) return;
+      done = true;
+      this.open.delete(close);
+      onAnswer?.('Operations', grpc.status[status?.code ?? grpc.status.OK]);
+      if (status) call.emit('error', status);
+      else call.end();
+    };
+    const flush = () => {
+      flushing = false;
+      if (done || call.cancelled) return;
+      const results = out;
+      out = [];
+      inFlight -= results.length;
+      const more = results.length === 0 || call.write({ results });
+      if (paused && inFlight < MAX_IN_FLIGHT / 2) {
+        paused = false;
+        call.resume();
+      }
+      if (!more) {
+        // The peer reads slowly: no more results until it took these.
+        flushing = true;
+        call.once('drain', flush);
+        return;
+      }
+      if ((ended || closing) && inFlight === 0) finish(null);
+    };
+    const answer = (r: ResultMsg) => {
+      out.push(r);
+      if (!flushing) {
+        flushing = true;
+        setImmediate(flush);
+      }
+    };
+    const close = () => {
+      closing = true;
+      if (!flushing) {
+        flushing = true;
+        setImmediate(flush);
+      }
+    };
+    this.open.add(close);
+    const authorized = authorizeCall(auth, 'Operations', call);
+    authorized.catch((err: unknown) => finish(failureStatus(err, 'Operations', parts.log)));
+    call.on('data', (batch: OperationBatchMsg) => {
+      const malformed = undecodable(batch);
+      if (malformed !== undefined) {
+        finish(invalidArgument(`malformed Operations batch: ${malformed}`));
+        return;
+      }
+      inFlight += batch.ops.length;
+      if (inFlight >= MAX_IN_FLIGHT && !paused) {
+        paused = true;
+        call.pause();
+      }
+      for (const op of batch.ops) {
+        if (closing) answer({ id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' });
+        else authorized.then(() => run(parts, op)).then(answer, () => undefined);
+      }
+    });
+    call.on('end', () => {
+      ended = true;
+      if (inFlight === 0 && !flushing) finish(null);
+    });
+    call.on('cancelled', () => {
+      done = true;
+      this.open.delete(close);
+    });
+  };
+}
