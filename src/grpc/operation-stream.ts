@@ -4,6 +4,7 @@
 // carries every operation, and those sent within one turn of the event loop
 // travel as one message. Results are matched to operations by id.
 //
+// An operation for a peer the link manager holds down fails at once.
 // Bounded: at most `maxInFlight` operations and `maxBytes` of their values
 // wait for a peer at once; beyond, an operation fails at once (the peer is
 // slow or stopped, and the caller has other replicas or alien copies), it is
@@ -21,7 +22,7 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 
 export interface OperationStreamOptions {
   peer: string;
-  /** Opens the stream on the peer's channel, with its credentials; `waitForReady` when the peer is known to be up. */
+  /** Opens the stream on the peer's channel, with its credentials; `waitForReady`: through a reconnect (the peer is known to be up). */
   open: (waitForReady: boolean) => grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>;
   isAvailable: () => boolean;
   timeoutMs: number;
@@ -67,6 +68,10 @@ export class OperationStream {
   /** Sends `op` (its id is set here) with `bytes` of value; resolves with its result, whatever its code. */
   send(op: Omit<OperationMsg, 'id'>, bytes: number): Promise<ResultMsg> {
     if (this.closed) return Promise.reject(errors.failed(`the operation stream to ${this.o.peer} is closed`));
+    // A peer the link manager found down (its pings fail: stopped, cut off)
+    // is not waited for: the caller turns to alien copies and other replicas
+    // at once, as bob's quorum does.
+    if (!this.o.isAvailable()) return Promise.reject(errors.unavailable(`${this.o.peer} is not reachable`));
     if (this.pending.size > 0 && (this.pending.size >= this.o.maxInFlight || this.bytes + bytes > this.o.maxBytes)) {
       this.o.onRefused?.();
       return Promise.reject(
@@ -130,7 +135,7 @@ export class OperationStream {
   };
 
   private openStream(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> {
-    const s = this.o.open(this.o.isAvailable());
+    const s = this.o.open(true);
     this.stream = s;
     this.writable = true;
     this._unsupported = false;
