@@ -1,0 +1,155 @@
+// OperationStream against peers that misbehave in ways a real oysterd cannot
+// be made to on cue: one that never answers (each operation times out after
+// operation_timeout, from one sweep), one that answers some and ends the
+// stream (the rest fail, the next operation opens a new stream), one that
+// does not serve the stream (UNIMPLEMENTED: a bob node). And the bound: past
+// maxInFlight operations or maxBytes of values waiting, an operation fails
+// at once. The peer is a real gRPC server on loopback serving the Replicas
+// service's Operations method as scripted here. Last, a real node refuses
+// malformed operations one by one, on a stream that goes on serving.
+import * as grpc from '@grpc/grpc-js';
+import t from 'tap';
+import type { Test } from 'tap';
+import { isOysterError } from '../../src/model/errors';
+import { OperationStream } from '../../src/grpc/operation-stream';
+import { OperationBatchMsg, OperationKind, Replicas, ReplicasService, ResultBatchMsg } from '../../src/grpc/proto';
+import { TestCluster } from './lib';
+
+type Script = (call: grpc.ServerDuplexStream<OperationBatchMsg, ResultBatchMsg>) => void;
+
+async function peer(t: Test, script: Script | null): Promise<{ client: grpc.Client; opens: () => number }> {
+  const server = new grpc.Server();
+  let opened = 0;
+  if (script) {
+    server.addService(ReplicasService, {
+      Operations: (call: grpc.ServerDuplexStream<OperationBatchMsg, ResultBatchMsg>) => {
+        opened++;
+        script(call);
+      },
+    });
+  }
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  const client = new Replicas(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  t.teardown(() => {
+    client.close();
+    server.forceShutdown();
+  });
+  return { client, opens: () => opened };
+}
+
+function stream(client: grpc.Client, o: { timeoutMs?: number; maxInFlight?: number; maxBytes?: number } = {}): OperationStream {
+  return new OperationStream({
+    peer: 'p',
+    open: () => (client as unknown as { Operations(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> }).Operations(),
+    isAvailable: () => true,
+    timeoutMs: o.timeoutMs ?? 5000,
+    maxInFlight: o.maxInFlight ?? 1000,
+    maxBytes: o.maxBytes ?? 1 << 20,
+  });
+}
+
+const get = (k: number) => ({ kind: OperationKind.GET, keys: [Buffer.alloc(8, k)], source: 1 });
+
+t.test('operations sent in one turn travel as one batch and are matched by id', async (t) => {
+  const batches: number[] = [];
+  const { client } = await peer(t, (call) => {
+    call.on('data', (b: OperationBatchMsg) => {
+      batches.push(b.ops.length);
+      // Answered in reverse order: matched by id, not by position.
+      call.write({ results: [...b.ops].reverse().map((op) => ({ id: op.id, kind: 1, value: op.keys[0], timestamp: '1', tick: '0', node: 0 })) });
+    });
+  });
+  const s = stream(client);
+  const results = await Promise.all(Array.from({ length: 50 }, (_, k) => s.send(get(k), 0)));
+  t.same(results.map((r) => r.value?.[0]), Array.from({ length: 50 }, (_, k) => k), 'each result is its operation\'s');
+  t.same(batches, [50], 'one batch');
+  t.equal(s.inFlight, 0);
+  s.close();
+});
+
+t.test('a peer that never answers: operations time out, the bound refuses the rest at once', async (t) => {
+  const { client } = await peer(t, () => undefined);
+  const s = stream(client, { timeoutMs: 300, maxInFlight: 10, maxBytes: 1000 });
+  const started = Date.now();
+  const sent = Array.from({ length: 10 }, (_, k) => s.send(get(k), 0).then(() => 'answered', (err: unknown) => err));
+  const refused = await s.send(get(99), 0).then(() => null, (err: unknown) => err);
+  t.ok(isOysterError(refused, 'HolderTemporaryUnavailable'), `the 11th operation is refused at once: ${String(refused)}`);
+  t.ok(Date.now() - started < 100, 'without waiting');
+  const outcomes = await Promise.all(sent);
+  const waited = Date.now() - started;
+  t.ok(outcomes.every((e) => isOysterError(e, 'Timeout')), 'each of the 10 timed out');
+  t.ok(waited >= 290 && waited < 1500, `after about operation_timeout (${waited} ms)`);
+  t.equal(s.inFlight, 0, 'nothing left waiting');
+  // Bytes count too: one large value alone goes, a second waits for it.
+  const big = s.send({ kind: OperationKind.PUT, keys: [Buffer.alloc(8)], value: Buffer.alloc(900) }, 900).catch((err: unknown) => err);
+  const second = await s.send({ kind: OperationKind.PUT, keys: [Buffer.alloc(8)], value: Buffer.alloc(200) }, 200).then(() => null, (err: unknown) => err);
+  t.ok(isOysterError(second, 'HolderTemporaryUnavailable'), 'values beyond maxBytes are refused');
+  await big;
+  s.close();
+});
+
+t.test('a stream the peer ends fails what was sent on it; the next operation opens another', async (t) => {
+  let first = true;
+  const { client, opens } = await peer(t, (call) => {
+    const end = first;
+    first = false;
+    call.on('data', (b: OperationBatchMsg) => {
+      if (end) {
+        // Answers the first operation, then ends the stream.
+        call.write({ results: [{ id: b.ops[0].id, kind: 0 }] });
+        call.end();
+      } else {
+        call.write({ results: b.ops.map((op) => ({ id: op.id, kind: 0 })) });
+      }
+    });
+  });
+  const s = stream(client);
+  const outcomes = await Promise.all([0, 1, 2].map((k) => s.send(get(k), 0).then(() => 'answered', (err: unknown) => (err as Error).message)));
+  t.equal(outcomes[0], 'answered', 'the answered one resolves');
+  t.match(outcomes[1], /ended the operation stream/, 'the others fail');
+  t.equal((await s.send(get(3), 0)).kind, 0, 'a new stream serves the next');
+  t.equal(opens(), 2, 'two streams in all');
+  s.close();
+});
+
+t.test('a peer without the Operations method (a bob node): Unsupported, and the stream says so', async (t) => {
+  const { client } = await peer(t, null);
+  const s = stream(client);
+  const err = await s.send(get(1), 0).then(() => null, (e: unknown) => e);
+  t.ok(isOysterError(err, 'Unsupported'), `UNIMPLEMENTED arrives as Unsupported: ${String(err)}`);
+  t.ok(s.unsupported, 'flagged for the caller to fall back to BobApi');
+  s.close();
+});
+
+t.test('a real node refuses malformed operations one by one and stores nothing', async (t) => {
+  const c = await TestCluster.start(t, { nodes: ['n1'], replicas: [['n1']], keySize: 8 });
+  const client = new Replicas(c.address('n1'), grpc.credentials.createInsecure());
+  t.teardown(() => client.close());
+  const s = new OperationStream({
+    peer: 'n1',
+    open: () => (client as unknown as { Operations(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> }).Operations(),
+    isAvailable: () => true,
+    timeoutMs: 5000,
+    maxInFlight: 100,
+    maxBytes: 1 << 20,
+  });
+  t.teardown(() => s.close());
+  const key = Buffer.alloc(8, 7);
+  const bad = [
+    { kind: OperationKind.PUT, keys: [Buffer.alloc(3)], value: Buffer.from('x'), timestamp: '5' },
+    { kind: OperationKind.PUT, keys: [key, key], value: Buffer.from('x'), timestamp: '5' },
+    { kind: OperationKind.PUT, keys: [key], value: Buffer.from('x'), timestamp: '18446744073709551615' },
+    { kind: OperationKind.GET, keys: [key], source: 9 },
+    { kind: 42, keys: [key] },
+    { kind: OperationKind.EXIST, keys: [key, Buffer.alloc(0)], source: 1 },
+  ];
+  const results = await Promise.all(bad.map((op) => s.send(op, 0)));
+  t.same(results.map((r) => r.code), bad.map(() => grpc.status.INVALID_ARGUMENT), `each is INVALID_ARGUMENT: ${results.map((r) => r.details).join(' | ')}`);
+  const good = await s.send({ kind: OperationKind.PUT, keys: [key], value: Buffer.from('kept'), timestamp: '5', tick: '0', node: 0 }, 4);
+  t.equal(good.code ?? 0, 0, 'a good one in the same stream is stored');
+  const read = await s.send({ kind: OperationKind.GET, keys: [key], source: 1 }, 0);
+  t.same([read.kind, read.value?.toString(), String(read.timestamp)], [1, 'kept', '5'], 'and only it');
+  t.equal(c.isRunning('n1'), true, 'the node runs on');
+});
