@@ -14,16 +14,15 @@ import {
   ExistResponseMsg,
   FilesResponseMsg,
   GetSource as Source,
-  OperationBatchMsg,
   OperationKind,
   OperationMsg,
   ReadFileChunkMsg,
   Replicas,
-  ResultBatchMsg,
   ResultMsg,
 } from './proto';
 import { fromStatus } from './status';
 import { OperationStream } from './operation-stream';
+import { decodeResultBatch, encodeOperationBatch } from './operation-codec';
 import { decodeEntries, decodeStates, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
@@ -56,6 +55,7 @@ export interface PeerOptions {
 
 /** How long a peer that does not serve Replicas.Operations (a bob node) is sent BobApi calls before it is asked again. */
 const UNSUPPORTED_MS = 3600_000;
+const OPERATIONS_PATH = '/oyster.Replicas/Operations';
 
 type Callback<T> = (err: grpc.ServiceError | null, value?: T) => void;
 type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: Callback<Res>) => grpc.ClientUnaryCall;
@@ -93,8 +93,7 @@ export class PeerClient implements NodeApi {
       open: (waitForReady) => {
         const md = this.auth.clone();
         if (waitForReady) md.setOptions({ waitForReady: true });
-        const open = this.replicas.Operations as unknown as (md: grpc.Metadata) => grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>;
-        return open.call(this.replicas, md);
+        return this.replicas.makeBidiStreamRequest(OPERATIONS_PATH, encodeOperationBatch, decodeResultBatch, md);
       },
       isAvailable: () => options.isAvailable?.() ?? true,
       timeoutMs: options.operationTimeoutMs,
@@ -299,6 +298,6 @@ function resultVersion(r: ResultMsg): Version | null {
 function resultError(r: ResultMsg): Error {
   const err = fromStatus({ code: r.code, details: r.details ?? '', message: r.details ?? '' } as grpc.ServiceError);
   // A damaged record's version comes along: the coordinator may pass over it.
-  const version = r.code === grpc.status.DATA_LOSS && r.timestamp !== undefined ? resultVersion(r) : null;
+  const version = r.code === grpc.status.DATA_LOSS && (r.timestamp !== undefined || r.tick !== undefined) ? resultVersion(r) : null;
   return version ? errors.corruption(err.message, version) : err;
 }

@@ -18,6 +18,7 @@ import {
 } from './proto';
 import { BadRequest, CallParts, serverStream, unary } from './server';
 import { OperationsEndpoint } from './operations-service';
+import { decodeOperationBatch, encodeResultBatch } from './operation-codec';
 import { encodeEntries } from './versions';
 
 /** Bucket bits a peer may ask for: 2^16 digests are 512 KiB. */
@@ -61,6 +62,8 @@ async function readChunk(file: string, at: number, length: number, buffer: Buffe
 /** The Replicas service's definition as this node serves it: ReadFile's chunks come serialized. */
 export const replicasDefinition: grpc.ServiceDefinition = {
   ...ReplicasService,
+  // Written and read by ./operation-codec.ts, not protobufjs: every data operation between peers passes here.
+  Operations: { ...ReplicasService.Operations, requestDeserialize: decodeOperationBatch, responseSerialize: encodeResultBatch },
   ReadFile: {
     ...ReplicasService.ReadFile,
     // grpc-js copies what this returns before it returns from the write that called it.

@@ -1,0 +1,85 @@
+// The hand-written wire format of Replicas.Operations agrees with protobufjs
+// reading and writing oyster.proto both ways, skips fields it does not know,
+// refuses truncated bytes, and decodes u64 fields beyond 2^53 as -1 (which
+// validation refuses) rather than as a nearby number.
+import t from 'tap';
+import { decodeOperationBatch, decodeResultBatch, encodeOperationBatch, encodeResultBatch } from '../../src/grpc/operation-codec';
+import { OperationBatchMsg, ReplicasService, ResultBatchMsg } from '../../src/grpc/proto';
+
+const ops = ReplicasService.Operations;
+const pbEncodeOps = ops.requestSerialize as (m: unknown) => Buffer;
+const pbDecodeOps = ops.requestDeserialize as (b: Buffer) => OperationBatchMsg;
+const pbEncodeResults = ops.responseSerialize as (m: unknown) => Buffer;
+const pbDecodeResults = ops.responseDeserialize as (b: Buffer) => ResultBatchMsg;
+
+const batch: OperationBatchMsg = {
+  ops: [
+    { id: 1, kind: 0, keys: [Buffer.from('0123456789abcdef')], value: Buffer.alloc(300, 7), timestamp: 1795680839, tick: 1795680839259001, node: 3, remote_nodes: ['n2', 'nœud'] },
+    { id: 4294967295, kind: 2, keys: [Buffer.alloc(8, 1), Buffer.alloc(8, 2), Buffer.alloc(0)], source: 2 },
+    { id: 3, kind: 3, keys: [Buffer.alloc(8)], timestamp: 2 ** 53 - 1, is_alien: true, force_alien_nodes: ['a'] },
+  ],
+};
+const results: ResultBatchMsg = {
+  results: [
+    { id: 1, kind: 1, timestamp: 5, tick: 2 ** 52 - 1, node: 4095, value: Buffer.from('v') },
+    { id: 2, code: 15, details: 'Storage damaged in blob 3', timestamp: 9 },
+    { id: 3, states: Buffer.alloc(38, 1) },
+  ],
+};
+
+const norm = (o: unknown) => JSON.parse(JSON.stringify(o, (_, v: unknown) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v))) as unknown;
+
+t.test('operations: ours and protobufjs read each other', async (t) => {
+  const ours = decodeOperationBatch(pbEncodeOps(batch));
+  const theirs = pbDecodeOps(encodeOperationBatch(batch));
+  for (const [i, op] of batch.ops.entries()) {
+    t.same(ours.ops[i].keys, op.keys, `op ${i}: keys (ours)`);
+    t.same(theirs.ops[i].keys, op.keys, `op ${i}: keys (protobufjs)`);
+    for (const f of ['id', 'kind', 'timestamp', 'tick', 'node', 'source', 'is_alien'] as const) {
+      t.equal(Number(ours.ops[i][f] ?? 0), Number(op[f] ?? 0), `op ${i}: ${f} (ours)`);
+      t.equal(Number(theirs.ops[i][f] ?? 0), Number(op[f] ?? 0), `op ${i}: ${f} (protobufjs)`);
+    }
+    t.same(norm(ours.ops[i].remote_nodes), op.remote_nodes ?? []);
+    t.same(norm(theirs.ops[i].force_alien_nodes), op.force_alien_nodes ?? []);
+    t.same(Buffer.from(ours.ops[i].value ?? []), op.value ?? Buffer.alloc(0));
+  }
+});
+
+t.test('results: ours and protobufjs read each other', async (t) => {
+  const ours = decodeResultBatch(pbEncodeResults(results));
+  const theirs = pbDecodeResults(encodeResultBatch(results));
+  for (const [i, r] of results.results.entries()) {
+    for (const f of ['id', 'code', 'kind', 'timestamp', 'tick', 'node'] as const) {
+      t.equal(Number(ours.results[i][f] ?? 0), Number(r[f] ?? 0), `result ${i}: ${f} (ours)`);
+      t.equal(Number(theirs.results[i][f] ?? 0), Number(r[f] ?? 0), `result ${i}: ${f} (protobufjs)`);
+    }
+    t.equal(ours.results[i].details ?? '', r.details ?? '');
+    t.same(Buffer.from(theirs.results[i].value ?? []), r.value ?? Buffer.alloc(0));
+    t.same(Buffer.from(ours.results[i].states ?? []), r.states ?? Buffer.alloc(0));
+  }
+  t.equal(ours.results[2].timestamp, undefined, 'an absent version stays undefined');
+});
+
+t.test('unknown fields are skipped; bad bytes throw; huge u64 decode as -1', async (t) => {
+  // Field 99 (varint), field 98 (fixed64), field 97 (bytes), then op 1 with an unknown field 50 inside.
+  const op = Buffer.concat([Buffer.from([0x08, 0x05, 0x90, 0x03, 0x01]), Buffer.from([0x28, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])]);
+  const bytes = Buffer.concat([
+    Buffer.from([0x98, 0x06, 0x07]),
+    Buffer.from([0x91, 0x06, 1, 2, 3, 4, 5, 6, 7, 8]),
+    Buffer.from([0x8a, 0x06, 0x02, 0xaa, 0xbb]),
+    Buffer.from([0x0a, op.length]),
+    op,
+  ]);
+  const decoded = decodeOperationBatch(bytes);
+  t.equal(decoded.ops.length, 1);
+  t.equal(decoded.ops[0].id, 5);
+  t.equal(decoded.ops[0].timestamp, -1, 'a u64 beyond 2^53 is -1');
+  t.throws(() => decodeOperationBatch(Buffer.from([0x0a, 0x10, 0x08])), /truncated/);
+  t.throws(() => decodeOperationBatch(Buffer.from([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])), /varint/);
+  t.throws(() => decodeResultBatch(Buffer.from([0x0b])), /wire type/);
+  t.same(decodeOperationBatch(Buffer.alloc(0)), { ops: [] }, 'an empty batch');
+  // A large batch (lengths of several bytes) survives.
+  const big: OperationBatchMsg = { ops: Array.from({ length: 3 }, (_, i) => ({ id: i + 1, kind: 0, keys: [Buffer.alloc(8, i)], value: Buffer.alloc(200_000, i) })) };
+  const back = pbDecodeOps(encodeOperationBatch(big));
+  t.same(back.ops.map((o) => o.value?.length), [200_000, 200_000, 200_000]);
+});
