@@ -10,6 +10,12 @@
 // values. Per setup and interface: `--keys` PUTs of new keys, then `--ops`
 // GETs of random stored keys (after a short warm-up). Prints a markdown table
 // with the CPU time (utime + stime) of all node processes per request.
+//
+// Then the cost of one inter-node operation, both ends: 2 nodes, every vdisk
+// on `far` only, every request sent to `near`, which forwards it (one
+// inter-node Put or Get per request). Its CPU per request (both processes)
+// less the single node's CPU per local request is what the inter-node
+// operation added; it is compared with a local REST GET's CPU.
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
 import { BobClient, keyBytes } from '../test/helpers/grpc-client';
 import fs from 'node:fs';
@@ -28,6 +34,8 @@ interface Setup {
   nodes: string[];
   replicas: string[][];
   quorum: number;
+  /** The nodes requests are sent to (all, unless given). */
+  entry?: string[];
 }
 
 /** A phase with the CPU time of every node process (utime + stime) per request, µs. */
@@ -54,8 +62,10 @@ async function measure(setup: Setup): Promise<Result> {
     procs.push(...(await Promise.all(setup.nodes.map((n) => startNode(files, n)))));
     // Let the link managers find each other before measuring.
     await new Promise((r) => setTimeout(r, setup.nodes.length > 1 ? 1500 : 200));
-    const rest = procs.map((p) => restClient(p.url, Math.ceil(CONCURRENCY / procs.length)));
-    const grpc = setup.nodes.map((n) => new BobClient(files.addresses[n], 30_000));
+    const entry = setup.entry ?? setup.nodes;
+    const entryProcs = procs.filter((_, i) => entry.includes(setup.nodes[i]));
+    const rest = entryProcs.map((p) => restClient(p.url, Math.ceil(CONCURRENCY / entryProcs.length)));
+    const grpc = entry.map((n) => new BobClient(files.addresses[n], 30_000));
     const via = <T>(list: T[], i: number) => list[i % list.length];
     const now = () => Math.floor(Date.now() / 1000);
 
@@ -118,8 +128,10 @@ async function main(): Promise<void> {
       `${CONCURRENCY} requests in flight, round robin over the setup's nodes; all processes on this machine.\n` +
       `1 node: 3 vdisks × 1 replica, quorum 1. 3 nodes: 3 vdisks × 2 replicas, quorum 2. Key size ${KEY_SIZE}.\n`,
   );
+  const forwarded: Setup = { label: 'forwarded', nodes: ['near', 'far'], replicas: [['far'], ['far'], ['far']], quorum: 1, entry: ['near'] };
   const one = await measure(single);
   const three = await measure(cluster);
+  const two = await measure(forwarded);
   const rate = (p: Phase) => p.ops / p.seconds;
   const rows = (
     [
@@ -139,6 +151,26 @@ async function main(): Promise<void> {
     '3 nodes / 1 node': `${fmt(rate(three[k]) / rate(one[k]), 2)}×`,
   }));
   console.log(table(rows));
+  console.log(
+    `\nOne inter-node operation, both ends: 2 nodes, every vdisk on \`far\` only, requests to \`near\` (each forwarded as one inter-node operation); ` +
+      `its CPU per request (both processes) less the single node's per local request, against a local REST GET (${fmt(one.restGet.cpuUs)} µs):\n`,
+  );
+  const inter = (
+    [
+      ['REST PUT → inter-node Put', 'restPut'],
+      ['REST GET → inter-node Get', 'restGet'],
+      ['gRPC Put → inter-node Put', 'grpcPut'],
+      ['gRPC Get → inter-node Get', 'grpcGet'],
+    ] as Array<[string, keyof Result]>
+  ).map(([what, k]) => ({
+    request: what,
+    'forwarded CPU µs/request': fmt(two[k].cpuUs),
+    'local CPU µs/request': fmt(one[k].cpuUs),
+    'inter-node operation µs': fmt(two[k].cpuUs - one[k].cpuUs),
+    '÷ local REST GET': `${fmt((two[k].cpuUs - one[k].cpuUs) / one.restGet.cpuUs, 2)}×`,
+    'forwarded ops/s': fmt(rate(two[k])),
+  }));
+  console.log(table(inter));
 }
 
 main().catch((err) => {
