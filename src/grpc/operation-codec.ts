@@ -152,9 +152,9 @@ export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
   return w.done();
 }
 
-export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
+/** Calls `read` with a reader of each message of the batch's field 1; other fields are skipped. */
+function eachOfBatch(buf: Buffer, read: (f: Reader) => void): void {
   const r = new Reader(buf);
-  const ops: OperationMsg[] = [];
   while (r.more()) {
     const tag = r.varint();
     if (tag !== 1 * 8 + BYTES) {
@@ -162,7 +162,14 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
       continue;
     }
     const body = r.bytes();
-    const f = new Reader(buf, body.byteOffset - buf.byteOffset, body.byteOffset - buf.byteOffset + body.length);
+    const from = body.byteOffset - buf.byteOffset;
+    read(new Reader(buf, from, from + body.length));
+  }
+}
+
+export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
+  const ops: OperationMsg[] = [];
+  eachOfBatch(buf, (f) => {
     const op: OperationMsg = { id: 0, kind: 0, keys: [], value: undefined, timestamp: 0, tick: 0, node: 0, source: 0, remote_nodes: [], is_alien: false, force_alien_nodes: [] };
     while (f.more()) {
       const t = f.varint();
@@ -182,7 +189,7 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
       }
     }
     ops.push(op);
-  }
+  });
   return { ops };
 }
 
@@ -205,16 +212,8 @@ export function encodeResultBatch(batch: ResultBatchMsg): Buffer {
 }
 
 export function decodeResultBatch(buf: Buffer): ResultBatchMsg {
-  const r = new Reader(buf);
   const results: ResultMsg[] = [];
-  while (r.more()) {
-    const tag = r.varint();
-    if (tag !== 1 * 8 + BYTES) {
-      r.skip(tag & 7);
-      continue;
-    }
-    const body = r.bytes();
-    const f = new Reader(buf, body.byteOffset - buf.byteOffset, body.byteOffset - buf.byteOffset + body.length);
+  eachOfBatch(buf, (f) => {
     const res: ResultMsg = { id: 0, code: 0, details: '', kind: 0, timestamp: undefined, tick: undefined, node: undefined, value: undefined, states: undefined };
     while (f.more()) {
       const t = f.varint();
@@ -232,6 +231,6 @@ export function decodeResultBatch(buf: Buffer): ResultBatchMsg {
       }
     }
     results.push(res);
-  }
+  });
   return { results };
 }
