@@ -30,6 +30,8 @@ export interface OperationStreamOptions {
   maxBytes: number;
   /** An operation refused because too many wait for the peer. */
   onRefused?: () => void;
+  /** A stream was opened (the first, or one after a failure). */
+  onOpen?: () => void;
 }
 
 interface Pending {
@@ -136,6 +138,7 @@ export class OperationStream {
 
   private openStream(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> {
     const s = this.o.open(true);
+    this.o.onOpen?.();
     this.stream = s;
     this.writable = true;
     this._unsupported = false;

@@ -48,6 +48,8 @@ export interface PeerOptions {
   channelOptions?: grpc.ChannelOptions;
   /** Called when a call ends: the operation, its error (null: success) and its duration. */
   observe?: (operation: string, err: unknown, seconds: number) => void;
+  /** An operation stream to the peer was opened. */
+  onStreamOpened?: () => void;
   /** Operations waiting for the peer at most, and their value bytes (beyond, they fail at once). */
   maxInFlight?: number;
   maxInFlightBytes?: number;
@@ -99,6 +101,7 @@ export class PeerClient implements NodeApi {
       timeoutMs: options.operationTimeoutMs,
       maxInFlight: options.maxInFlight ?? 4096,
       maxBytes: options.maxInFlightBytes ?? 64 * 1024 * 1024,
+      onOpen: options.onStreamOpened,
     });
   }
 

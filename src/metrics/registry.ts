@@ -36,6 +36,8 @@ export interface NodeMetrics {
   peerRequests: HotCounter<'peer' | 'operation' | 'outcome'>;
   peerDuration: HotHistogram<'peer' | 'operation'>;
   peerUp: Gauge<'peer'>;
+  /** Operation streams opened to a peer (src/grpc/operation-stream.ts): one per connection the peer's restarts or failures cost. */
+  peerStreams: Counter<'peer'>;
   /** Engine operations (per partition engine call) and the value bytes they moved. */
   engineOperations: HotCounter<'operation' | 'outcome'>;
   engineBytes: HotCounter<'direction'>;
@@ -164,6 +166,12 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
       help: 'Latency of calls to other nodes by peer and operation',
       labelNames: ['peer', 'operation'],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    peerStreams: new Counter({
+      name: 'oyster_peer_streams_opened_total',
+      help: 'Operation streams opened to a peer (one long-lived stream carries every data operation to an Oyster peer; a new one after it failed)',
+      labelNames: ['peer'],
       registers,
     }),
     peerUp: new Gauge({

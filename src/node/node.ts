@@ -117,6 +117,7 @@ export class OysterNode {
     for (const n of this.topology.nodes) {
       if (n.name === this.topology.self.name) continue;
       metrics.peerUp.set({ peer: n.name }, 0);
+      metrics.peerStreams.inc({ peer: n.name }, 0);
       const peer = new PeerClient({
         name: n.name,
         address: n.address,
@@ -127,6 +128,7 @@ export class OysterNode {
         credentials: channel?.credentials,
         channelOptions: channel?.options,
         observe: peerObserver(metrics, n.name),
+        onStreamOpened: () => metrics.peerStreams.inc({ peer: n.name }),
       });
       this.peers.set(n.name, peer);
       links.add(peer);
