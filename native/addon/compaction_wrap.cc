@@ -2,6 +2,7 @@
 
 #include "addon/engine_wrap.h"
 #include "addon/js_args.h"
+#include "addon/js_records.h"
 #include "addon/js_status.h"
 #include "addon/pool_op.h"
 
@@ -10,20 +11,19 @@ namespace {
 
 Napi::Object StatsToJs(Napi::Env env, const CompactionStats& s) {
   Napi::Object o = Napi::Object::New(env);
-  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
-  num("blobId", s.blob_id);
-  num("sourceSize", s.source_size);
-  num("sourceRecords", s.source_records);
-  num("entries", s.entries);
-  num("visited", s.visited);
-  num("keptRecords", s.kept_records);
-  num("droppedRecords", s.dropped_records);
-  num("droppedTombstones", s.dropped_tombstones);
-  num("damagedKept", s.damaged_kept);
-  num("bytesRead", s.bytes_read);
-  num("bytesWritten", s.bytes_written);
+  SetU64(o, "blobId", s.blob_id);
+  SetU64(o, "sourceSize", s.source_size);
+  SetU64(o, "sourceRecords", s.source_records);
+  SetU64(o, "entries", s.entries);
+  SetU64(o, "visited", s.visited);
+  SetU64(o, "keptRecords", s.kept_records);
+  SetU64(o, "droppedRecords", s.dropped_records);
+  SetU64(o, "droppedTombstones", s.dropped_tombstones);
+  SetU64(o, "damagedKept", s.damaged_kept);
+  SetU64(o, "bytesRead", s.bytes_read);
+  SetU64(o, "bytesWritten", s.bytes_written);
   o.Set("installed", Napi::Boolean::New(env, s.installed));
-  num("newSize", s.new_size);
+  SetU64(o, "newSize", s.new_size);
   return o;
 }
 
@@ -111,13 +111,12 @@ class CountGarbageOp final : public PoolOp {
 
   Napi::Value Result(Napi::Env env) override {
     Napi::Object o = Napi::Object::New(env);
-    auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
-    num("keys", summary_.keys);
-    num("tombstones", summary_.tombstones);
-    num("garbageRecords", summary_.garbage_records);
-    num("garbageBytes", summary_.garbage_bytes);
-    num("deadTombstones", summary_.dead_tombstones);
-    num("deadTombstoneBytes", summary_.dead_tombstone_bytes);
+    SetU64(o, "keys", summary_.keys);
+    SetU64(o, "tombstones", summary_.tombstones);
+    SetU64(o, "garbageRecords", summary_.garbage_records);
+    SetU64(o, "garbageBytes", summary_.garbage_bytes);
+    SetU64(o, "deadTombstones", summary_.dead_tombstones);
+    SetU64(o, "deadTombstoneBytes", summary_.dead_tombstone_bytes);
     return o;
   }
 
@@ -148,15 +147,10 @@ CompactionWrap::CompactionWrap(const Napi::CallbackInfo& info) : Napi::ObjectWra
 
 Napi::Value CompactionWrap::Begin(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Engine> engine = EngineWrap::EngineOf(env, info[0]);
-  if (!engine) {
-    Napi::TypeError::New(env, "engine must be an open engine").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  std::shared_ptr<Engine> engine;
   uint64_t blob_id;
   CompactionOptions options;
-  if (!IntegerArg(info, 1, "blobId", kMaxSafeInteger, "0..2^53-1", &blob_id) ||
-      !PolicyArgs(info, 2, &options.tombstones)) {
+  if (!EngineWrap::EngineBlobArgs(info, &engine, &blob_id) || !PolicyArgs(info, 2, &options.tombstones)) {
     return env.Undefined();
   }
   return StartOp<BeginOp>(env, set, std::move(engine), blob_id, options);

@@ -310,16 +310,15 @@ class ControlOp final : public PoolOp {
 
 Napi::Object RecoveryToObject(Napi::Env env, const RecoveryReport& r) {
   Napi::Object o = Napi::Object::New(env);
-  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
-  num("blobs", r.blobs);
-  num("indexesLoaded", r.indexes_loaded);
-  num("blobsScanned", r.blobs_scanned);
-  num("indexesRebuilt", r.indexes_rebuilt);
-  num("bytesTruncated", r.bytes_truncated);
-  num("corruptRecords", r.corrupt_records);
-  num("skippedBytes", r.skipped_bytes);
-  num("blobsQuarantined", r.blobs_quarantined);
-  num("filesRemoved", r.files_removed);
+  SetU64(o, "blobs", r.blobs);
+  SetU64(o, "indexesLoaded", r.indexes_loaded);
+  SetU64(o, "blobsScanned", r.blobs_scanned);
+  SetU64(o, "indexesRebuilt", r.indexes_rebuilt);
+  SetU64(o, "bytesTruncated", r.bytes_truncated);
+  SetU64(o, "corruptRecords", r.corrupt_records);
+  SetU64(o, "skippedBytes", r.skipped_bytes);
+  SetU64(o, "blobsQuarantined", r.blobs_quarantined);
+  SetU64(o, "filesRemoved", r.files_removed);
   Napi::Array events = Napi::Array::New(env, r.events.size());
   for (uint32_t i = 0; i < r.events.size(); i++) events.Set(i, Napi::String::New(env, r.events[i]));
   o.Set("events", events);
@@ -677,6 +676,15 @@ std::shared_ptr<Engine> EngineWrap::EngineOf(Napi::Env env, Napi::Value v) {
   return Napi::ObjectWrap<EngineWrap>::Unwrap(v.As<Napi::Object>())->engine();
 }
 
+bool EngineWrap::EngineBlobArgs(const Napi::CallbackInfo& info, std::shared_ptr<Engine>* engine, uint64_t* blob_id) {
+  *engine = EngineOf(info.Env(), info[0]);
+  if (!*engine) {
+    Napi::TypeError::New(info.Env(), "engine must be an open engine").ThrowAsJavaScriptException();
+    return false;
+  }
+  return IntegerArg(info, 1, "blobId", kMaxSafeInteger, "0..2^53-1", blob_id);
+}
+
 const char* EngineWrap::KeyArg(const Napi::CallbackInfo& info, size_t i) {
   Napi::Env env = info.Env();
   if (!CheckOpen(env)) return nullptr;
@@ -775,38 +783,36 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
   }
   EngineStats st = engine_->Stats();
   Napi::Object o = Napi::Object::New(env);
-  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
-  num("blobs", st.blobs);
-  num("records", st.records);
+  SetU64(o, "blobs", st.blobs);
+  SetU64(o, "records", st.records);
   o.Set("activeBlobId", st.has_active_blob ? Napi::Number::New(env, static_cast<double>(st.active_blob_id))
                                            : env.Null());
-  num("diskBytes", st.disk_bytes);
-  num("indexMemory", st.index_memory);
-  num("filterMemory", st.filter_memory);
-  num("blobsInMemory", st.blobs_in_memory);
-  num("corruptReads", st.corrupt_reads);
-  num("indexRepairs", st.index_repairs);
-  num("maxTimestamp", st.max_version.timestamp);
-  num("maxTick", st.max_tick);
+  SetU64(o, "diskBytes", st.disk_bytes);
+  SetU64(o, "indexMemory", st.index_memory);
+  SetU64(o, "filterMemory", st.filter_memory);
+  SetU64(o, "blobsInMemory", st.blobs_in_memory);
+  SetU64(o, "corruptReads", st.corrupt_reads);
+  SetU64(o, "indexRepairs", st.index_repairs);
+  SetU64(o, "maxTimestamp", st.max_version.timestamp);
+  SetU64(o, "maxTick", st.max_tick);
   o.Set("backgroundError", st.background_error.empty() ? env.Null() : Napi::String::New(env, st.background_error));
   o.Set("writeError", st.write_error.empty() ? env.Null() : Napi::String::New(env, st.write_error));
-  num("garbageRecords", st.garbage_records);
-  num("garbageBytes", st.garbage_bytes);
-  num("deadTombstones", st.dead_tombstones);
-  num("deadTombstoneBytes", st.dead_tombstone_bytes);
+  SetU64(o, "garbageRecords", st.garbage_records);
+  SetU64(o, "garbageBytes", st.garbage_bytes);
+  SetU64(o, "deadTombstones", st.dead_tombstones);
+  SetU64(o, "deadTombstoneBytes", st.dead_tombstone_bytes);
   Napi::Array blobs = Napi::Array::New(env, st.blob_stats.size());
   for (uint32_t i = 0; i < st.blob_stats.size(); i++) {
     const BlobStats& b = st.blob_stats[i];
     Napi::Object bo = Napi::Object::New(env);
-    auto bnum = [&](const char* name, uint64_t v) { bo.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
-    bnum("id", b.id);
-    bnum("size", b.size);
-    bnum("records", b.records);
+    SetU64(bo, "id", b.id);
+    SetU64(bo, "size", b.size);
+    SetU64(bo, "records", b.records);
     bo.Set("closed", Napi::Boolean::New(env, b.closed));
-    bnum("garbageRecords", b.garbage_records);
-    bnum("garbageBytes", b.garbage_bytes);
-    bnum("deadTombstones", b.dead_tombstones);
-    bnum("deadTombstoneBytes", b.dead_tombstone_bytes);
+    SetU64(bo, "garbageRecords", b.garbage_records);
+    SetU64(bo, "garbageBytes", b.garbage_bytes);
+    SetU64(bo, "deadTombstones", b.dead_tombstones);
+    SetU64(bo, "deadTombstoneBytes", b.dead_tombstone_bytes);
     blobs.Set(i, bo);
   }
   o.Set("blobStats", blobs);

@@ -34,6 +34,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   // The engine `v` holds: null unless v is an engine object of this addon
   // that is open.
   static std::shared_ptr<Engine> EngineOf(Napi::Env env, Napi::Value v);
+  // Arguments 0 and 1 of a call on one blob of an engine (beginCompaction,
+  // beginScrub): an open engine and a blob id. Throws and returns false
+  // when they are not.
+  static bool EngineBlobArgs(const Napi::CallbackInfo& info, std::shared_ptr<Engine>* engine, uint64_t* blob_id);
   void Attach(std::shared_ptr<Engine> engine) { engine_ = std::move(engine); }
   const std::shared_ptr<Engine>& engine() const { return engine_; }
 

@@ -16,6 +16,10 @@ Napi::Object WithProperties(Napi::Env env, const napi_property_descriptor* prope
 
 }  // namespace
 
+void SetU64(Napi::Object o, const char* name, uint64_t v) {
+  o.Set(name, Napi::Number::New(o.Env(), static_cast<double>(v)));
+}
+
 Napi::Object VersionToJs(Napi::Env env, const Version& v) {
   const napi_property_descriptor properties[] = {
       Property("timestamp", Napi::Number::New(env, static_cast<double>(v.timestamp))),

@@ -16,6 +16,10 @@ namespace oyster {
 
 Napi::Object VersionToJs(Napi::Env env, const Version& v);
 
+// Sets o[name] to a count or size as a JavaScript number (exact below 2^53,
+// where every count and size the engine reports lies).
+void SetU64(Napi::Object o, const char* name, uint64_t v);
+
 // null for kAbsent, else a StoredRecord with `value` (the Buffer of a kFound
 // record) or, without it, a KeyState.
 Napi::Value RecordToJs(Napi::Env env, GetResult::Kind kind, const Version& v, napi_value value = nullptr);

@@ -11,13 +11,12 @@ namespace {
 
 Napi::Object StatsToJs(Napi::Env env, const ScrubStats& s) {
   Napi::Object o = Napi::Object::New(env);
-  auto num = [&](const char* name, uint64_t v) { o.Set(name, Napi::Number::New(env, static_cast<double>(v))); };
-  num("blobId", s.blob_id);
-  num("entries", s.entries);
-  num("visited", s.visited);
-  num("superseded", s.superseded);
-  num("bytesRead", s.bytes_read);
-  num("damaged", s.damaged);
+  SetU64(o, "blobId", s.blob_id);
+  SetU64(o, "entries", s.entries);
+  SetU64(o, "visited", s.visited);
+  SetU64(o, "superseded", s.superseded);
+  SetU64(o, "bytesRead", s.bytes_read);
+  SetU64(o, "damaged", s.damaged);
   o.Set("indexRepaired", Napi::Boolean::New(env, s.index_repaired));
   return o;
 }
@@ -98,13 +97,9 @@ ScrubWrap::ScrubWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ScrubWra
 
 Napi::Value ScrubWrap::Begin(const Napi::CallbackInfo& info, const std::shared_ptr<const EngineSet>& set) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Engine> engine = EngineWrap::EngineOf(env, info[0]);
-  if (!engine) {
-    Napi::TypeError::New(env, "engine must be an open engine").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  std::shared_ptr<Engine> engine;
   uint64_t blob_id;
-  if (!IntegerArg(info, 1, "blobId", kMaxSafeInteger, "0..2^53-1", &blob_id)) return env.Undefined();
+  if (!EngineWrap::EngineBlobArgs(info, &engine, &blob_id)) return env.Undefined();
   return StartOp<BeginOp>(env, set, std::move(engine), blob_id);
 }
 

@@ -36,6 +36,38 @@ void Advance(std::vector<struct iovec>* iov, size_t* first, size_t n) {
   }
 }
 
+// Moves every buffer of iov through `call(buffers, count, moved)` — preadv
+// or pwritev at the file position `moved` bytes past the start — which may
+// move fewer bytes than asked: goes on from where it stopped, and again
+// after EINTR. Sets *moved to the bytes moved and *stalled when a call moved
+// nothing (the end of the file, for a read). Returns the errno of a call
+// that failed, or 0.
+template <typename Call>
+int MoveAll(std::vector<struct iovec>* iov, Call call, size_t* moved, bool* stalled) {
+  *moved = 0;
+  *stalled = false;
+  size_t first = 0;
+  while (first < iov->size()) {
+    if ((*iov)[first].iov_len == 0) {
+      first++;
+      continue;
+    }
+    int n = static_cast<int>(std::min<size_t>(iov->size() - first, IOV_MAX));
+    ssize_t r = call(&(*iov)[first], n, *moved);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (r == 0) {
+      *stalled = true;
+      return 0;
+    }
+    *moved += static_cast<size_t>(r);
+    Advance(iov, &first, static_cast<size_t>(r));
+  }
+  return 0;
+}
+
 class PosixFile final : public File {
  public:
   PosixFile(std::string path, int fd, bool read_only = false)
@@ -61,24 +93,11 @@ class PosixFile final : public File {
     // preadv may read less than asked; continue from where it stopped.
     std::vector<struct iovec> iov(static_cast<size_t>(count));
     for (int i = 0; i < count; i++) iov[i] = {buffers[i].data, buffers[i].size};
-    size_t done = 0;
-    size_t first = 0;
-    while (first < iov.size()) {
-      if (iov[first].iov_len == 0) {
-        first++;
-        continue;
-      }
-      int n = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
-      ssize_t r = ::preadv(fd_, &iov[first], n, static_cast<off_t>(offset + done));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return PosixError("read " + path_, errno);
-      }
-      if (r == 0) break;
-      done += static_cast<size_t>(r);
-      Advance(&iov, &first, static_cast<size_t>(r));
-    }
-    *bytes_read = done;
+    bool at_end;
+    int err = MoveAll(
+        &iov, [&](const struct iovec* v, int n, size_t at) { return ::preadv(fd_, v, n, static_cast<off_t>(offset + at)); },
+        bytes_read, &at_end);
+    if (err != 0) return PosixError("read " + path_, err);
     return Status::OK();
   }
 
@@ -124,22 +143,13 @@ class PosixFile final : public File {
       iov[i].iov_base = const_cast<char*>(slices[i].data);
       iov[i].iov_len = slices[i].size;
     }
-    size_t first = 0;
-    while (first < iov.size()) {
-      if (iov[first].iov_len == 0) {
-        first++;
-        continue;
-      }
-      int n = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
-      ssize_t w = ::pwritev(fd_, &iov[first], n, static_cast<off_t>(offset));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return PosixError("write " + path_, errno);
-      }
-      if (w == 0) return PosixError("write " + path_ + " made no progress", EIO);
-      offset += static_cast<uint64_t>(w);
-      Advance(&iov, &first, static_cast<size_t>(w));
-    }
+    size_t written;
+    bool stalled;
+    int err = MoveAll(
+        &iov, [&](const struct iovec* v, int n, size_t at) { return ::pwritev(fd_, v, n, static_cast<off_t>(offset + at)); },
+        &written, &stalled);
+    if (err != 0) return PosixError("write " + path_, err);
+    if (stalled) return PosixError("write " + path_ + " made no progress", EIO);
     return Status::OK();
   }
 
