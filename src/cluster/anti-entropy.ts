@@ -28,7 +28,7 @@ import { TokenBucket } from '../store/token-bucket';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { MaybePromise } from '../model/maybe-promise';
-import { compareRecords, compareVersions, StoredRecord } from '../model/version';
+import { compareRecords, compareVersions, formatVersion, StoredRecord } from '../model/version';
 import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
 import { Topology } from '../model/topology';
@@ -182,14 +182,15 @@ export class AntiEntropy {
         source = a.value.name;
       }
     }
-    if ((record === null || compareVersions(record.version, damage.version) < 0) && damage.tombstone) {
+    const covers = (r: StoredRecord | null): r is StoredRecord => r !== null && compareVersions(r.version, damage.version) >= 0;
+    if (!covers(record) && damage.tombstone) {
       record = { kind: 'deleted', version: damage.version };
       source = 'its index entry';
     }
-    if (record === null || compareVersions(record.version, damage.version) < 0) {
+    if (!covers(record)) {
       return unasked > 0
         ? { outcome: 'failed', detail: `${unasked} replica(s) could not be asked` }
-        : { outcome: 'unrepairable', detail: `no replica holds version ${damage.version.timestamp}.${damage.version.tick}.${damage.version.node} or newer` };
+        : { outcome: 'unrepairable', detail: `no replica holds version ${formatVersion(damage.version)} or newer` };
     }
     this.parts.clock.observe(record.version);
     const r = record;

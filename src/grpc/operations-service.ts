@@ -9,11 +9,11 @@
 import * as grpc from '@grpc/grpc-js';
 import { isOysterError } from '../model/errors';
 import { GetSource, NodeApi } from '../model/node-api';
-import { MAX_NODE_ID, MAX_TICK, StoredRecord, Version } from '../model/version';
+import { StoredRecord, Version } from '../model/version';
 import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
 import { authorizeCall, BadRequest, CallParts, failureStatus, undecodable } from './server';
 import { invalidArgument } from './status';
-import { encodeStates, u64Field } from './versions';
+import { encodeStates, metaVersion } from './versions';
 
 /** Operations of one stream received and not yet answered, beyond which it is not read. */
 export const MAX_IN_FLIGHT = 4096;
@@ -36,13 +36,10 @@ function checkedKey(k: Buffer, keySize: number): Buffer {
 }
 
 function versionOf(op: OperationMsg): Version {
-  const timestamp = u64Field(op.timestamp, Number.MAX_SAFE_INTEGER);
-  const tick = u64Field(op.tick, MAX_TICK);
-  const node = op.node ?? 0;
-  if (timestamp === null || tick === null || !Number.isInteger(node) || node > MAX_NODE_ID) {
-    throw new BadRequest(`version ${String(op.timestamp)}.${String(op.tick)}.${node} is out of range`);
-  }
-  return { timestamp, tick, node };
+  // The same checks as a version in BobApi's BlobMeta.
+  const v = metaVersion({ timestamp: op.timestamp ?? 0, oyster_tick: op.tick ?? 0, oyster_node: op.node ?? 0 });
+  if (v === null) throw new BadRequest(`version ${String(op.timestamp)}.${String(op.tick)}.${String(op.node)} is out of range`);
+  return v;
 }
 
 function sourceOf(op: OperationMsg): GetSource {

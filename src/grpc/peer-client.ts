@@ -150,20 +150,20 @@ export class PeerClient implements NodeApi {
   private async operate(name: string, op: Omit<OperationMsg, 'id'>, bytes: number): Promise<ResultMsg | null> {
     if (Date.now() < this.bobUntil) return null;
     const started = process.hrtime.bigint();
-    let failure: unknown = null;
+    const observe = (failure: unknown) => this.options.observe?.(name, failure, Number(process.hrtime.bigint() - started) / 1e9);
     try {
       const r = await this.operations.send(op, bytes);
       if (r.code) throw resultError(r);
+      observe(null);
       return r;
     } catch (err) {
+      // The BobApi call the caller makes instead is observed as itself.
       if (isOysterError(err, 'Unsupported') && this.operations.unsupported) {
         this.bobUntil = Date.now() + UNSUPPORTED_MS;
         return null;
       }
-      failure = err;
+      observe(err);
       throw err;
-    } finally {
-      if (Date.now() >= this.bobUntil) this.options.observe?.(name, failure, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 

@@ -14,7 +14,7 @@
 // one ended, across restarts.
 import path from 'node:path';
 import { Logger } from '../logging/logger';
-import { Version } from '../model/version';
+import { formatVersion } from '../model/version';
 import { Disk } from './disk';
 import { EngineErrorCode, isEngineError, ScrubDamage } from './engine';
 import { mib } from './free-space';
@@ -113,7 +113,8 @@ export class Scrubber {
   private running: Promise<void> | null = null;
   private stopping = false;
   private stored: StoredState = { format: 1, last_pass: null, pass: null };
-  private readonly state: ScrubState = { running: false, damaged: 0, repaired: 0, unrepairable: 0, pending: 0 };
+  // What status adds to these it derives: the pass from `stored`, pending from `pending`.
+  private readonly state: Omit<ScrubState, 'passStarted' | 'lastPass' | 'pending'> = { running: false, damaged: 0, repaired: 0, unrepairable: 0 };
   private readonly pending = new Map<string, Pending>();
 
   constructor(private readonly o: ScrubberOptions) {}
@@ -290,7 +291,7 @@ export class Scrubber {
       blob,
       offset: damage.offset,
       key: damage.key.toString('hex'),
-      version: versionText(damage.version),
+      version: formatVersion(damage.version),
       tombstone: damage.tombstone,
       damage: damage.message,
     };
@@ -331,7 +332,7 @@ export class Scrubber {
       const r = await this.repair(p.vdisk, p.damage);
       if (r.outcome === 'failed') continue;
       this.pending.delete(id);
-      const fields = { disk: this.o.disk.name, vdisk: p.vdisk.id, key: p.damage.key.toString('hex'), version: versionText(p.damage.version) };
+      const fields = { disk: this.o.disk.name, vdisk: p.vdisk.id, key: p.damage.key.toString('hex'), version: formatVersion(p.damage.version) };
       if (r.outcome === 'repaired') this.o.log.info({ ...fields, source: r.detail }, `scrub: damaged record repaired from ${r.detail}`);
       else this.o.log.error({ ...fields, reason: r.detail }, 'scrub: no replica holds the damaged record: its value is lost');
     }
@@ -343,4 +344,3 @@ export class Scrubber {
 }
 
 const pendingId = (vdisk: Vdisk, damage: ScrubDamage): string => `${vdisk.dir}\0${damage.key.toString('hex')}`;
-const versionText = (v: Version): string => `${v.timestamp}.${v.tick}.${v.node}`;
