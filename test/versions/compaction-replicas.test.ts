@@ -17,7 +17,7 @@ import type { Test } from 'tap';
 import YAML from 'yaml';
 import { GetSource, keyBytes, Status } from '../helpers/grpc-client';
 import { TestCluster, waitFor } from '../cluster/lib';
-import { KeyModel, Rest, Rng, seedFromEnv } from './lib';
+import { KeyModel, Rest, Rng, seedFromEnv, stored } from './lib';
 
 const NODES = ['n1', 'n2'];
 const VALUE = 4096;
@@ -35,22 +35,6 @@ function valueOf(key: number, seq: number): Buffer {
 
 function describe(state: Buffer | null | string): string {
   return state === null ? 'absent' : typeof state === 'string' ? state : JSON.stringify(state.toString('latin1', 0, 12));
-}
-
-/** Bytes of blob and index files under dir, and the compaction files left there. */
-function stored(dir: string): { bytes: number; leftovers: string[] } {
-  let bytes = 0;
-  const leftovers: string[] = [];
-  const walk = (d: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (/\.(blob|index)$/.test(e.name)) bytes += fs.statSync(p).size;
-      else if (/\.(blob\.new|index\.new|index\.tmp)$/.test(e.name)) leftovers.push(p);
-    }
-  };
-  walk(dir);
-  return { bytes, leftovers };
 }
 
 /**

@@ -3,14 +3,14 @@
 // loses and resurrects nothing, and that it refuses to make a full disk
 // fuller. Every key's expected state comes from a model of the
 // acknowledged operations (./lib.ts KeyModel).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { Test } from 'tap';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
-import { KeyModel, Rest, Rng, seedFromEnv, sleep } from './lib';
+import { filesUnder, KeyModel, mountTmpfs, Rest, Rng, seedFromEnv, sleep, stored } from './lib';
 
 const VALUE = 4096;
 
@@ -23,22 +23,6 @@ function valueOf(key: number, seq: number, size = VALUE): Buffer {
 
 function seqOf(value: Buffer): number {
   return Number(value.toString('latin1', 0, 24).split(':')[1]);
-}
-
-/** Bytes of blob and index files under dir, and the compaction files left there. */
-function stored(dir: string): { bytes: number; leftovers: string[] } {
-  let bytes = 0;
-  const leftovers: string[] = [];
-  const walk = (d: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (/\.(blob|index)$/.test(e.name)) bytes += fs.statSync(p).size;
-      else if (/\.(blob\.new|index\.new|index\.tmp)$/.test(e.name)) leftovers.push(p);
-    }
-  };
-  walk(dir);
-  return { bytes, leftovers };
 }
 
 async function setup(t: Test, compaction: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, pearl: Record<string, unknown> = {}) {
@@ -229,8 +213,7 @@ const root = process.getuid?.() === 0;
 t.test('a disk without room for what a blob keeps: compaction refuses with a log line, the disk keeps serving', { skip: root ? false : 'mounting a tmpfs needs root' }, async (t) => {
   const files = await setup(t, {}, { min_free_space: '1 MiB' }, { max_data_in_blob: 1000 });
   const disk = files.disks.n1.d1;
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', disk]);
-  t.teardown(() => execFileSync('umount', ['-l', disk]));
+  mountTmpfs(t, disk, '8m');
   const node = await startNode(files, 'n1');
   const rest = new Rest();
   t.teardown(async () => {
@@ -252,18 +235,7 @@ t.test('a disk without room for what a blob keeps: compaction refuses with a log
   }
   // Compaction takes closed blobs only: the first one's index is written in
   // the background after it filled up (late on a busy machine).
-  const indexed = () => {
-    const found: string[] = [];
-    const walk = (d: string) => {
-      for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-        if (e.isDirectory()) walk(path.join(d, e.name));
-        else if (/\.1\.index$/.test(e.name)) found.push(e.name);
-      }
-    };
-    walk(disk);
-    return found.length > 0;
-  };
-  for (let waited = 0; !indexed(); waited += 50) {
+  for (let waited = 0; !filesUnder(disk).some((f) => /\.1\.index$/.test(f)); waited += 50) {
     if (waited > 20_000) throw new Error('blob 1 was not closed');
     await sleep(50);
   }

@@ -10,7 +10,7 @@ import t from 'tap';
 import { BobClient, failure, keyBytes, Status } from '../helpers/grpc-client';
 import { startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
-import { Rest } from './lib';
+import { mountTmpfs, Rest } from './lib';
 
 const root = process.getuid?.() === 0;
 
@@ -18,8 +18,7 @@ t.test('a full disk: 507 and RESOURCE_EXHAUSTED, earlier writes still readable',
   const dir = tempDir(t);
   const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 });
   const disk = files.disks.n1.d1;
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', disk]);
-  t.teardown(() => execFileSync('umount', ['-l', disk]));
+  mountTmpfs(t, disk, '4m');
   const node = await startNode(files, 'n1');
   const rest = new Rest();
   const grpc = new BobClient(files.addresses.n1);
@@ -62,8 +61,7 @@ t.test('below min_free_space under 4 writers: 507 only, one line per change, wri
   const dir = tempDir(t);
   const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 }, { extra: { min_free_space: '2 MiB' } });
   const disk = files.disks.n1.d1;
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', disk]);
-  t.teardown(() => execFileSync('umount', ['-l', disk]));
+  mountTmpfs(t, disk, '8m');
   const node = await startNode(files, 'n1');
   const rest = new Rest();
   t.teardown(async () => {

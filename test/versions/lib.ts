@@ -1,7 +1,12 @@
 // Shared by the tests of the order of versions: a model of the acknowledged
-// operations of each key, and a REST client that never throws (a failed or
-// refused request is an outcome the model knows how to take).
+// operations of each key, a REST client that never throws (a failed or
+// refused request is an outcome the model knows how to take), and what the
+// disk tests look at: the engine files under a directory, a small tmpfs.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
+import type { Test } from 'tap';
 
 /** What one key may hold, given what was acknowledged and what failed. */
 export class KeyModel {
@@ -60,6 +65,34 @@ export class Rest {
   close(): void {
     this.agent.destroy();
   }
+}
+
+/** Every file under dir, recursively. */
+export function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...filesUnder(p));
+    else out.push(p);
+  }
+  return out;
+}
+
+/** Bytes of blob and index files under dir, and the compaction files left there. */
+export function stored(dir: string): { bytes: number; leftovers: string[] } {
+  let bytes = 0;
+  const leftovers: string[] = [];
+  for (const p of filesUnder(dir)) {
+    if (/\.(blob|index)$/.test(p)) bytes += fs.statSync(p).size;
+    else if (/\.(blob\.new|index\.new|index\.tmp)$/.test(p)) leftovers.push(p);
+  }
+  return { bytes, leftovers };
+}
+
+/** Mounts a tmpfs of `size` (mount's syntax: "8m") on dir, unmounted at the test's end (needs root). */
+export function mountTmpfs(t: Test, dir: string, size: string): void {
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
+  t.teardown(() => execFileSync('umount', ['-l', dir]));
 }
 
 export { badLogLines, Rng, seedFromEnv, sleep } from '../robustness/lib';
