@@ -1,35 +1,43 @@
-// npm run bench:cluster -- [--keys=20000] [--ops=20000] [--concurrency=64]
+// npm run bench:cluster -- [--rounds=4] [--ops=8000] [--warm=12000] [--concurrency=64]
 //
-// Data API throughput and latency of a local 3-node cluster (3 vdisks × 2
+// Data API throughput and CPU of a local 3-node cluster (3 vdisks × 2
 // replicas, quorum 2: every PUT is acknowledged by two nodes) against a
-// single node (3 vdisks, 1 replica, quorum 1) measured the same way in the
-// same run, through REST (POST/GET /data/{key}) and through gRPC (BobApi
-// Put/Get without force_node, i.e. coordinated by the receiving node). Real
-// oysterd processes on loopback, spawned as the tests do; requests go round
-// robin to every node of the setup with `--concurrency` in flight, 1 KiB
-// values. Per setup and interface: `--keys` PUTs of new keys, then `--ops`
-// GETs of random stored keys (after a short warm-up). Prints a markdown table
-// with the CPU time (utime + stime) of all node processes per request.
+// single node (3 vdisks, 1 replica, quorum 1), through REST (POST/GET
+// /data/{key}) and through gRPC (BobApi Put/Get without force_node, i.e.
+// coordinated by the receiving node). Real oysterd processes on loopback,
+// spawned as the tests do; requests go round robin to the setup's entry
+// nodes with `--concurrency` in flight, 1 KiB values.
 //
-// Then the cost of one inter-node operation, both ends: 2 nodes, every vdisk
-// on `far` only, every request sent to `near`, which forwards it (one
+// Every setup runs from the start to the end and is measured in interleaved
+// rounds: each round measures every operation on every setup, `--ops`
+// requests each, the order of the setups rotating from round to round, so
+// that the machine's drift (other tenants, frequency) touches all alike.
+// Before the rounds each setup serves `--warm` requests of each kind (V8
+// optimises a path only after some thousands of calls; a node that ran for a
+// minute is what is measured). Reported: the median over the rounds of
+// throughput and of CPU time (utime + stime of all the setup's node
+// processes) per request, and the median and range of the per-round ratios.
+//
+// The cost of one inter-node operation, both ends: 2 nodes, every vdisk on
+// `far` only, every request sent to `near`, which forwards it (one
 // inter-node Put or Get per request). Its CPU per request (both processes)
-// less the single node's CPU per local request is what the inter-node
-// operation added; it is compared with a local REST GET's CPU.
+// less the single node's CPU per local request (same round) is what the
+// inter-node operation added; it is compared with a local REST GET's CPU.
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
 import { BobClient, keyBytes } from '../test/helpers/grpc-client';
 import fs from 'node:fs';
-import { arg, benchDir, cpuSeconds, fmt, machine, Phase, restClient, sequence, table, timedWindow } from './lib';
+import { arg, benchDir, cpuSeconds, fmt, machine, median, Phase, restClient, sequence, table, timedWindow } from './lib';
 
-const KEYS = arg('keys', 20_000);
-const OPS = arg('ops', 20_000);
+const ROUNDS = arg('rounds', 4);
+const OPS = arg('ops', 8000);
+const WARM = arg('warm', 12000);
 const CONCURRENCY = arg('concurrency', 64);
 const VALUE = 1024;
 const KEY_SIZE = 16;
 
 const values = Array.from({ length: 256 }, (_, i) => Buffer.alloc(VALUE, i));
 
-interface Setup {
+interface SetupSpec {
   label: string;
   nodes: string[];
   replicas: string[][];
@@ -38,82 +46,86 @@ interface Setup {
   entry?: string[];
 }
 
-/** A phase with the CPU time of every node process (utime + stime) per request, µs. */
+const OPERATIONS = ['restPut', 'restGet', 'grpcPut', 'grpcGet'] as const;
+type Operation = (typeof OPERATIONS)[number];
+
+/** A measured window with the CPU time of every node process of the setup (utime + stime) per request, µs. */
 interface Measured extends Phase {
   cpuUs: number;
 }
 
-interface Result {
-  restPut: Measured;
-  restGet: Measured;
-  grpcPut: Measured;
-  grpcGet: Measured;
+/** A running setup: its processes and clients, and what it can be asked to do. */
+interface Setup {
+  spec: SetupSpec;
+  /** Runs `count` requests of `op`; `round` picks fresh keys for PUTs. */
+  run(op: Operation, count: number, round: number): Promise<Measured>;
+  stop(): Promise<void>;
 }
 
-async function measure(setup: Setup): Promise<Result> {
+async function start(spec: SetupSpec): Promise<Setup> {
   const dir = benchDir('cluster');
   const procs: OysterProcess[] = [];
-  try {
-    const files = await writeCluster(
-      dir,
-      { nodes: setup.nodes.map((name) => ({ name })), replicas: setup.replicas.map((r) => r.map((n) => `${n}/disk1`)), keySize: KEY_SIZE },
-      { quorum: setup.quorum },
-    );
-    procs.push(...(await Promise.all(setup.nodes.map((n) => startNode(files, n)))));
-    // Let the link managers find each other before measuring.
-    await new Promise((r) => setTimeout(r, setup.nodes.length > 1 ? 1500 : 200));
-    const entry = setup.entry ?? setup.nodes;
-    const entryProcs = procs.filter((_, i) => entry.includes(setup.nodes[i]));
-    const rest = entryProcs.map((p) => restClient(p.url, Math.ceil(CONCURRENCY / entryProcs.length)));
-    const grpc = entry.map((n) => new BobClient(files.addresses[n], 30_000));
-    const via = <T>(list: T[], i: number) => list[i % list.length];
-    const now = () => Math.floor(Date.now() / 1000);
-
-    const restPutKey = async (k: number, i: number) => {
+  const files = await writeCluster(
+    dir,
+    { nodes: spec.nodes.map((name) => ({ name })), replicas: spec.replicas.map((r) => r.map((n) => `${n}/disk1`)), keySize: KEY_SIZE },
+    { quorum: spec.quorum },
+  );
+  procs.push(...(await Promise.all(spec.nodes.map((n) => startNode(files, n)))));
+  const entry = spec.entry ?? spec.nodes;
+  const entryProcs = procs.filter((_, i) => entry.includes(spec.nodes[i]));
+  const rest = entryProcs.map((p) => restClient(p.url, Math.ceil(CONCURRENCY / entryProcs.length)));
+  const grpc = entry.map((n) => new BobClient(files.addresses[n], 30_000));
+  const via = <T>(list: T[], i: number) => list[i % list.length];
+  const now = () => Math.floor(Date.now() / 1000);
+  // Keys: the warm-up's PUTs are [0, WARM) (what GETs read), round r's are
+  // above; gRPC keys are offset from REST ones.
+  const putKey = (round: number, i: number) => (round < 0 ? i : WARM + round * OPS + i);
+  const GRPC = 1 << 26;
+  const requests: Record<Operation, (i: number, round: number) => Promise<void>> = {
+    restPut: async (i, round) => {
+      const k = putKey(round, i);
       const r = await via(rest, i).send('POST', `/data/${k}`, values[k & 0xff]);
       if (r.status !== 201) throw new Error(`POST /data/${k}: ${r.status}`);
-    };
-    const restGetKey = async (k: number, i: number) => {
+    },
+    restGet: async (i) => {
+      const k = reads[i % reads.length];
       const r = await via(rest, i).send('GET', `/data/${k}`);
       if (r.status !== 200 || r.bytes !== VALUE) throw new Error(`GET /data/${k}: ${r.status}, ${r.bytes} bytes`);
-    };
-    // gRPC keys live above the REST ones.
-    const grpcPutKey = (k: number, i: number) => via(grpc, i).put(keyBytes(KEYS + k, KEY_SIZE), values[k & 0xff], now());
-    const grpcGetKey = async (k: number, i: number) => {
-      const b = await via(grpc, i).get(keyBytes(KEYS + k, KEY_SIZE));
-      if (b.data.length !== VALUE) throw new Error(`Get ${KEYS + k}: ${b.data.length} bytes`);
-    };
-
-    // Warm-up (JIT, connections), on keys that are not measured.
-    const warm = Math.min(2000, KEYS);
-    await timedWindow(warm, CONCURRENCY, (i) => restPutKey(10 * KEYS + i, i));
-    await timedWindow(warm, CONCURRENCY, (i) => grpcPutKey(10 * KEYS + i, i));
-    await timedWindow(warm, CONCURRENCY, (i) => restGetKey(10 * KEYS + (i % warm), i));
-
-    const cpu = () => procs.reduce((a, p) => a + cpuSeconds(p.child.pid!), 0);
-    const phase = async (total: number, fn: (i: number) => Promise<unknown>): Promise<Measured> => {
+    },
+    grpcPut: async (i, round) => {
+      const k = putKey(round, i);
+      await via(grpc, i).put(keyBytes(GRPC + k, KEY_SIZE), values[k & 0xff], now());
+    },
+    grpcGet: async (i) => {
+      const k = reads[i % reads.length];
+      const b = await via(grpc, i).get(keyBytes(GRPC + k, KEY_SIZE));
+      if (b.data.length !== VALUE) throw new Error(`Get ${GRPC + k}: ${b.data.length} bytes`);
+    },
+  };
+  const cpu = () => procs.reduce((a, p) => a + cpuSeconds(p.child.pid!), 0);
+  const setup: Setup = {
+    spec,
+    async run(op, count, round) {
       const before = cpu();
-      const p = await timedWindow(total, CONCURRENCY, fn);
-      return { ...p, cpuUs: ((cpu() - before) / total) * 1e6 };
-    };
-    const restPut = await phase(KEYS, (i) => restPutKey(i, i));
-    const reads = sequence(OPS, KEYS, 88172645);
-    const restGet = await phase(OPS, (i) => restGetKey(reads[i], i));
-    const grpcPut = await phase(KEYS, (i) => grpcPutKey(i, i));
-    const grpcGet = await phase(OPS, (i) => grpcGetKey(reads[i], i));
-    await Promise.all(rest.map((c) => c.close()));
-    for (const g of grpc) g.close();
-    return { restPut, restGet, grpcPut, grpcGet };
-  } finally {
-    await Promise.all(procs.map((p) => p.stop()));
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+      const p = await timedWindow(count, CONCURRENCY, (i) => requests[op](i, round));
+      return { ...p, cpuUs: ((cpu() - before) / count) * 1e6 };
+    },
+    async stop() {
+      await Promise.all(rest.map((c) => c.close()));
+      for (const g of grpc) g.close();
+      await Promise.all(procs.map((p) => p.stop()));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return setup;
 }
 
+const reads = sequence(OPS, WARM, 88172645);
+
 async function main(): Promise<void> {
-  const single: Setup = { label: '1 node', nodes: ['solo'], replicas: [['solo'], ['solo'], ['solo']], quorum: 1 };
-  const cluster: Setup = {
-    label: '3 nodes, quorum 2',
+  const single: SetupSpec = { label: '1 node', nodes: ['solo'], replicas: [['solo'], ['solo'], ['solo']], quorum: 1 };
+  const cluster: SetupSpec = {
+    label: '3 nodes',
     nodes: ['n0', 'n1', 'n2'],
     replicas: [
       ['n0', 'n1'],
@@ -122,55 +134,83 @@ async function main(): Promise<void> {
     ],
     quorum: 2,
   };
+  const forwarded: SetupSpec = { label: 'forwarded', nodes: ['near', 'far'], replicas: [['far'], ['far'], ['far']], quorum: 1, entry: ['near'] };
   console.log(`# Cluster benchmark\n\n${machine()}`);
   console.log(
-    `${fmt(KEYS)} PUTs of new 1 KiB values, then ${fmt(OPS)} GETs of random stored keys, per interface; ` +
-      `${CONCURRENCY} requests in flight, round robin over the setup's nodes; all processes on this machine.\n` +
-      `1 node: 3 vdisks × 1 replica, quorum 1. 3 nodes: 3 vdisks × 2 replicas, quorum 2. Key size ${KEY_SIZE}.\n`,
+    `${ROUNDS} interleaved rounds of ${fmt(OPS)} requests per operation and setup (PUTs of new 1 KiB values, GETs of random stored keys), ` +
+      `after ${fmt(WARM)} warm-up requests of each kind; ${CONCURRENCY} requests in flight, round robin over the setup's entry nodes; ` +
+      `all processes on this machine, all setups running throughout.\n` +
+      `1 node: 3 vdisks × 1 replica, quorum 1. 3 nodes: 3 vdisks × 2 replicas, quorum 2. Key size ${KEY_SIZE}. Medians over the rounds; ratios are the median (and range) of the per-round ratios.\n`,
   );
-  const forwarded: Setup = { label: 'forwarded', nodes: ['near', 'far'], replicas: [['far'], ['far'], ['far']], quorum: 1, entry: ['near'] };
-  const one = await measure(single);
-  const three = await measure(cluster);
-  const two = await measure(forwarded);
-  const rate = (p: Phase) => p.ops / p.seconds;
-  const rows = (
-    [
-      ['REST PUT (POST /data)', 'restPut'],
-      ['REST GET', 'restGet'],
-      ['gRPC Put', 'grpcPut'],
-      ['gRPC Get', 'grpcGet'],
-    ] as Array<[string, keyof Result]>
-  ).map(([what, k]) => ({
-    operation: what,
-    '1 node ops/s': fmt(rate(one[k])),
-    '1 node p50 / p99 ms': `${fmt(one[k].p50, 1)} / ${fmt(one[k].p99, 1)}`,
-    '1 node CPU µs/op': fmt(one[k].cpuUs),
-    '3 nodes ops/s': fmt(rate(three[k])),
-    '3 nodes p50 / p99 ms': `${fmt(three[k].p50, 1)} / ${fmt(three[k].p99, 1)}`,
-    '3 nodes CPU µs/op': fmt(three[k].cpuUs),
-    '3 nodes / 1 node': `${fmt(rate(three[k]) / rate(one[k]), 2)}×`,
-  }));
-  console.log(table(rows));
-  console.log(
-    `\nOne inter-node operation, both ends: 2 nodes, every vdisk on \`far\` only, requests to \`near\` (each forwarded as one inter-node operation); ` +
-      `its CPU per request (both processes) less the single node's per local request, against a local REST GET (${fmt(one.restGet.cpuUs)} µs):\n`,
-  );
-  const inter = (
-    [
-      ['REST PUT → inter-node Put', 'restPut'],
-      ['REST GET → inter-node Get', 'restGet'],
-      ['gRPC Put → inter-node Put', 'grpcPut'],
-      ['gRPC Get → inter-node Get', 'grpcGet'],
-    ] as Array<[string, keyof Result]>
-  ).map(([what, k]) => ({
-    request: what,
-    'forwarded CPU µs/request': fmt(two[k].cpuUs),
-    'local CPU µs/request': fmt(one[k].cpuUs),
-    'inter-node operation µs': fmt(two[k].cpuUs - one[k].cpuUs),
-    '÷ local REST GET': `${fmt((two[k].cpuUs - one[k].cpuUs) / one.restGet.cpuUs, 2)}×`,
-    'forwarded ops/s': fmt(rate(two[k])),
-  }));
-  console.log(table(inter));
+  const specs = [single, cluster, forwarded];
+  const setups: Setup[] = [];
+  try {
+    for (const spec of specs) setups.push(await start(spec));
+    // Let the link managers find each other.
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const s of setups) for (const op of OPERATIONS) await s.run(op, WARM, -1);
+    const results = new Map<string, Measured[]>();
+    const key = (label: string, op: Operation) => `${label} ${op}`;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const op of OPERATIONS) {
+        for (let j = 0; j < setups.length; j++) {
+          const s = setups[(round + j) % setups.length];
+          const m = await s.run(op, OPS, round);
+          const k = key(s.spec.label, op);
+          results.set(k, [...(results.get(k) ?? []), m]);
+        }
+      }
+    }
+    const of = (label: string, op: Operation) => results.get(key(label, op))!;
+    const rate = (p: Phase) => p.ops / p.seconds;
+    const ratios = (xs: number[]) => `${fmt(median(xs), 2)}× (${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)})`;
+    const perRound = (a: Measured[], b: Measured[], f: (x: Measured, y: Measured) => number) => a.map((x, i) => f(x, b[i]));
+    const names: Record<Operation, string> = { restPut: 'REST PUT (POST /data)', restGet: 'REST GET', grpcPut: 'gRPC Put', grpcGet: 'gRPC Get' };
+    const rows = OPERATIONS.map((op) => {
+      const one = of(single.label, op);
+      const three = of(cluster.label, op);
+      return {
+        operation: names[op],
+        '1 node ops/s': fmt(median(one.map(rate))),
+        '1 node CPU µs/op': fmt(median(one.map((m) => m.cpuUs))),
+        '3 nodes ops/s': fmt(median(three.map(rate))),
+        '3 nodes p50 / p99 ms': `${fmt(median(three.map((m) => m.p50)), 1)} / ${fmt(median(three.map((m) => m.p99)), 1)}`,
+        '3 nodes CPU µs/op': fmt(median(three.map((m) => m.cpuUs))),
+        'throughput 3 / 1': ratios(perRound(three, one, (x, y) => rate(x) / rate(y))),
+        'CPU 3 / 1': ratios(perRound(three, one, (x, y) => x.cpuUs / y.cpuUs)),
+      };
+    });
+    console.log(table(rows));
+    const localGet = median(of(single.label, 'restGet').map((m) => m.cpuUs));
+    console.log(
+      `\nOne inter-node operation, both ends: 2 nodes, every vdisk on \`far\` only, requests to \`near\` (each forwarded as one inter-node operation); ` +
+        `its CPU per request (both processes) less the single node's per local request in the same round, against a local REST GET (${fmt(localGet)} µs):\n`,
+    );
+    const inter = (
+      [
+        ['REST PUT → inter-node Put', 'restPut'],
+        ['REST GET → inter-node Get', 'restGet'],
+        ['gRPC Put → inter-node Put', 'grpcPut'],
+        ['gRPC Get → inter-node Get', 'grpcGet'],
+      ] as Array<[string, Operation]>
+    ).map(([what, op]) => {
+      const two = of(forwarded.label, op);
+      const one = of(single.label, op);
+      const gets = of(single.label, 'restGet');
+      const added = perRound(two, one, (x, y) => x.cpuUs - y.cpuUs);
+      return {
+        request: what,
+        'forwarded CPU µs/request': fmt(median(two.map((m) => m.cpuUs))),
+        'local CPU µs/request': fmt(median(one.map((m) => m.cpuUs))),
+        'inter-node operation µs': fmt(median(added)),
+        '÷ local REST GET': ratios(added.map((a, i) => a / gets[i].cpuUs)),
+        'forwarded ops/s': fmt(median(two.map(rate))),
+      };
+    });
+    console.log(table(inter));
+  } finally {
+    await Promise.all(setups.map((s) => s.stop()));
+  }
 }
 
 main().catch((err) => {

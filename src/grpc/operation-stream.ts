@@ -19,6 +19,10 @@ import { fromStatus } from './status';
 
 /** A batch is cut once it holds this many value bytes (an operation larger than that goes alone). */
 const BATCH_BYTES = 4 * 1024 * 1024;
+/** Operations held back while a batch awaits its first results are sent anyway once this many wait… */
+const HOLD_OPS = 256;
+/** …or once they waited this long, ms (unless the options say otherwise). */
+const HOLD_MS = 1;
 
 export interface OperationStreamOptions {
   peer: string;
@@ -28,6 +32,8 @@ export interface OperationStreamOptions {
   timeoutMs: number;
   maxInFlight: number;
   maxBytes: number;
+  /** How long operations wait at most for a batch's first results (HOLD_MS). */
+  holdMs?: number;
   /** An operation refused because too many wait for the peer. */
   onRefused?: () => void;
   /** A stream was opened (the first, or one after a failure). */
@@ -51,6 +57,10 @@ export class OperationStream {
   private bytes = 0;
   private lastId = 0;
   private scheduled = false;
+  private holding: NodeJS.Timeout | null = null;
+  /** A batch was written and no result came back since. */
+  private awaitingReply = false;
+  private queuedBytes = 0;
   private sweeper: NodeJS.Timeout | null = null;
   private closed = false;
   private _unsupported = false;
@@ -85,10 +95,8 @@ export class OperationStream {
       this.pending.set(id, { resolve, reject, started: Date.now(), bytes, stream: null });
       this.bytes += bytes;
       this.queue.push({ ...op, id } as OperationMsg);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
+      this.queuedBytes += op.value?.length ?? 0;
+      this.schedule();
       this.sweeper ??= setInterval(this.sweep, Math.min(1000, Math.max(50, this.o.timeoutMs / 4))).unref();
     });
   }
@@ -108,8 +116,35 @@ export class OperationStream {
     return this.lastId;
   }
 
+  /**
+   * Sends what is queued at the end of this turn of the event loop — unless
+   * a batch sent earlier has had no result back yet: then the queue waits
+   * for the first results (at most HOLD_MS, and no more than HOLD_OPS operations), as Nagle's
+   * algorithm waits for an acknowledgement. Under load the batches so grow
+   * with the peer's round trip, and every batch's fixed cost (a message,
+   * HTTP/2 frames, a write on each side) is shared by more operations; a
+   * lone operation on an idle stream still leaves at once.
+   */
+  private schedule(): void {
+    if (this.scheduled) return;
+    if (this.awaitingReply && this.queue.length < HOLD_OPS && this.queuedBytes < BATCH_BYTES) {
+      this.holding ??= setTimeout(this.flush, this.o.holdMs ?? HOLD_MS);
+      return;
+    }
+    if (this.holding) {
+      clearTimeout(this.holding);
+      this.holding = null;
+    }
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+
   private readonly flush = (): void => {
     this.scheduled = false;
+    if (this.holding) {
+      clearTimeout(this.holding);
+      this.holding = null;
+    }
     if (this.queue.length === 0 || !this.writable || this.closed) return;
     const stream = this.stream ?? this.openStream();
     while (this.queue.length > 0) {
@@ -120,6 +155,8 @@ export class OperationStream {
         n++;
       }
       const ops = this.queue.splice(0, n);
+      this.queuedBytes -= size;
+      this.awaitingReply = true;
       for (const op of ops) {
         const p = this.pending.get(op.id);
         if (p) p.stream = stream;
@@ -143,6 +180,8 @@ export class OperationStream {
     this.writable = true;
     this._unsupported = false;
     s.on('data', (batch: ResultBatchMsg) => {
+      this.awaitingReply = false;
+      if (this.queue.length > 0) this.schedule();
       for (const r of batch.results) {
         const p = this.pending.get(r.id);
         if (!p) continue; // timed out meanwhile
@@ -163,13 +202,11 @@ export class OperationStream {
     if (this.stream === s) {
       this.stream = null;
       this.writable = true;
+      this.awaitingReply = false;
     }
     this.fail(s, err);
     // Operations queued behind the failed stream go on a new one.
-    if (this.queue.length > 0 && !this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.flush);
-    }
+    if (this.queue.length > 0) this.schedule();
   }
 
   /** Rejects the operations written to `s` (every one, for null). */
@@ -180,7 +217,10 @@ export class OperationStream {
       this.bytes -= p.bytes;
       p.reject(err);
     }
-    if (s === null) this.queue = [];
+    if (s === null) {
+      this.queue = [];
+      this.queuedBytes = 0;
+    }
     this.stopSweeper();
   }
 
@@ -190,7 +230,7 @@ export class OperationStream {
       if (p.started > late) continue;
       this.pending.delete(id);
       this.bytes -= p.bytes;
-      this.queue = this.queue.filter((op) => op.id !== id);
+      this.queue = this.queue.filter((op) => op.id !== id || ((this.queuedBytes -= op.value?.length ?? 0), false));
       p.reject(new OysterError('Timeout', `Timeout ${this.o.peer} did not answer within ${this.o.timeoutMs} ms`));
     }
     this.stopSweeper();

@@ -39,7 +39,7 @@ async function peer(t: Test, script: Script | null): Promise<{ client: grpc.Clie
   return { client, opens: () => opened };
 }
 
-function stream(client: grpc.Client, o: { timeoutMs?: number; maxInFlight?: number; maxBytes?: number } = {}): OperationStream {
+function stream(client: grpc.Client, o: { timeoutMs?: number; maxInFlight?: number; maxBytes?: number; holdMs?: number } = {}): OperationStream {
   return new OperationStream({
     peer: 'p',
     open: () => (client as unknown as { Operations(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> }).Operations(),
@@ -47,6 +47,7 @@ function stream(client: grpc.Client, o: { timeoutMs?: number; maxInFlight?: numb
     timeoutMs: o.timeoutMs ?? 5000,
     maxInFlight: o.maxInFlight ?? 1000,
     maxBytes: o.maxBytes ?? 1 << 20,
+    holdMs: o.holdMs,
   });
 }
 
@@ -66,6 +67,62 @@ t.test('operations sent in one turn travel as one batch and are matched by id', 
   t.same(results.map((r) => r.value?.[0]), Array.from({ length: 50 }, (_, k) => k), 'each result is its operation\'s');
   t.same(batches, [50], 'one batch');
   t.equal(s.inFlight, 0);
+  s.close();
+});
+
+t.test('while a batch awaits its results, later operations wait for them and then go as one batch', async (t) => {
+  const batches: number[] = [];
+  const arrived: number[] = [];
+  let answer: (() => void) | null = null;
+  const { client } = await peer(t, (call) => {
+    call.on('data', (b: OperationBatchMsg) => {
+      batches.push(b.ops.length);
+      arrived.push(Date.now());
+      const reply = () => call.write({ results: b.ops.map((op) => ({ id: op.id, kind: 0 })) });
+      // The first batch is answered only when the test says so.
+      if (batches.length === 1) answer = reply;
+      else reply();
+    });
+  });
+  // A hold long enough that only the results can end it here.
+  const s = stream(client, { holdMs: 5000 });
+  const first = s.send(get(0), 0);
+  while (batches.length === 0) await new Promise((r) => setTimeout(r, 5));
+  t.same(batches, [1], 'a lone operation on an idle stream leaves at once');
+  // Sent over several turns while the first batch has no answer.
+  const later: Array<Promise<unknown>> = [];
+  for (let k = 1; k <= 6; k++) {
+    later.push(s.send(get(k), 0));
+    await new Promise((r) => setImmediate(r));
+  }
+  t.same(batches, [1], 'nothing more leaves while the first batch awaits its results');
+  const answered = Date.now();
+  answer!();
+  await first;
+  await Promise.all(later);
+  t.same(batches, [1, 6], 'the held operations leave together once results came back');
+  t.ok(arrived[1] >= answered, 'after the results');
+  s.close();
+});
+
+t.test('held operations leave after the hold when the peer is slow to answer anything', async (t) => {
+  const batches: number[] = [];
+  const { client } = await peer(t, (call) => {
+    call.on('data', (b: OperationBatchMsg) => {
+      batches.push(b.ops.length);
+      // Every batch answered a second later.
+      setTimeout(() => call.write({ results: b.ops.map((op) => ({ id: op.id, kind: 0 })) }), 1000);
+    });
+  });
+  const s = stream(client); // the default hold, 1 ms
+  const first = s.send(get(0), 0);
+  while (batches.length === 0) await new Promise((r) => setTimeout(r, 5));
+  const started = Date.now();
+  const second = s.send(get(1), 0);
+  while (batches.length < 2) await new Promise((r) => setTimeout(r, 1));
+  t.ok(Date.now() - started < 500, `the held operation left after the hold, not after the peer's second (${Date.now() - started} ms)`);
+  await Promise.all([first, second]);
+  t.same(batches, [1, 1]);
   s.close();
 });
 
