@@ -105,6 +105,11 @@ export class PeerClient implements NodeApi {
     });
   }
 
+  /** Operations sent or queued to the peer and not answered yet. */
+  get waiting(): number {
+    return this.operations.inFlight;
+  }
+
   get name(): string {
     return this.options.name;
   }

@@ -38,6 +38,8 @@ export interface NodeMetrics {
   peerUp: Gauge<'peer'>;
   /** Operation streams opened to a peer (src/grpc/operation-stream.ts): one per connection the peer's restarts or failures cost. */
   peerStreams: Counter<'peer'>;
+  /** What each peer's `oyster_peer_operations_waiting` reads at a scrape (set as peers are made). */
+  peerWaiting: Map<string, () => number>;
   /** Engine operations (per partition engine call) and the value bytes they moved. */
   engineOperations: HotCounter<'operation' | 'outcome'>;
   engineBytes: HotCounter<'direction'>;
@@ -121,6 +123,16 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
       for (const [type, n] of counts) this.set({ type }, n);
     },
   });
+  const peerWaiting = new Map<string, () => number>();
+  new Gauge({
+    name: 'oyster_peer_operations_waiting',
+    help: 'Data operations sent or queued to a peer and not yet answered (bounded: beyond 4096, or 64 MiB of values, more fail at once)',
+    labelNames: ['peer'],
+    registers,
+    collect() {
+      for (const [peer, waiting] of peerWaiting) this.set({ peer }, waiting());
+    },
+  });
   return {
     registry,
     restRequests: new HotCounter({
@@ -174,6 +186,7 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
       labelNames: ['peer'],
       registers,
     }),
+    peerWaiting,
     peerUp: new Gauge({
       name: 'oyster_peer_up',
       help: 'Whether a peer answered its last ping (1) or not (0)',

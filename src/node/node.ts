@@ -131,6 +131,7 @@ export class OysterNode {
         onStreamOpened: () => metrics.peerStreams.inc({ peer: n.name }),
       });
       this.peers.set(n.name, peer);
+      metrics.peerWaiting.set(n.name, () => peer.waiting);
       links.add(peer);
     }
     startAtZero(metrics, {

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import t from 'tap';
-import { TestCluster, sleep } from './lib';
+import { TestCluster, sleep, waitFor } from './lib';
 
 const NODES = ['n0', 'n1', 'n2'];
 const TIMEOUT_MS = 1000;
@@ -58,6 +58,17 @@ t.test('a SIGSTOPped peer under saturating load: bounded memory, every request a
   c.proc('n2').child.kill('SIGSTOP');
   t.teardown(() => void c.procs.get('n2')?.child.kill('SIGCONT'));
 
+  // What waits for n2, as each node reports it (oyster_peer_operations_waiting).
+  const waitingFor = async (node: string, peer: string) => {
+    const text = (await request(node, 'GET', '/metrics')).body.toString();
+    const m = new RegExp(`^oyster_peer_operations_waiting\\{peer="${peer}"\\} (\\d+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : NaN;
+  };
+  const mostWaiting = { n0: 0, n1: 0 };
+  const sampler = setInterval(() => {
+    for (const n of ['n0', 'n1'] as const) void waitingFor(n, 'n2').then((w) => (mostWaiting[n] = Math.max(mostWaiting[n], w)));
+  }, 200);
+
   // 64 clients for 6 s: writes of 64 KiB values and reads, through n0 and n1.
   const acked = new Map<number, number>();
   let slowest = 0;
@@ -78,6 +89,7 @@ t.test('a SIGSTOPped peer under saturating load: bounded memory, every request a
       }
     }),
   );
+  clearInterval(sampler);
   const after = { n0: rssMiB(pids.n0), n1: rssMiB(pids.n1) };
   const peak = { n0: hwmMiB(pids.n0), n1: hwmMiB(pids.n1) };
   t.comment(`${answered} requests, ${acked.size} writes acknowledged, ${errorsSeen} errors, slowest ${slowest} ms; RSS n0 ${before.n0.toFixed(0)} -> ${after.n0.toFixed(0)} MiB (peak ${peak.n0.toFixed(0)}), n1 ${before.n1.toFixed(0)} -> ${after.n1.toFixed(0)} MiB (peak ${peak.n1.toFixed(0)})`);
@@ -89,6 +101,9 @@ t.test('a SIGSTOPped peer under saturating load: bounded memory, every request a
   // node's requests bring their own bodies: far below what 6 s of 64 KiB
   // writes held for n2 would be (hundreds of MiB).
   for (const n of ['n0', 'n1'] as const) t.ok(peak[n] - before[n] < 256, `${n}: peak RSS ${peak[n].toFixed(0)} MiB from ${before[n].toFixed(0)} MiB`);
+  for (const n of ['n0', 'n1'] as const) {
+    t.ok(mostWaiting[n] > 0 && mostWaiting[n] <= 4096, `${n}: operations waiting for n2 reported and bounded (at most ${mostWaiting[n]} seen)`);
+  }
 
   c.proc('n2').child.kill('SIGCONT');
   await c.waitLinks(30_000);
@@ -99,4 +114,7 @@ t.test('a SIGSTOPped peer under saturating load: bounded memory, every request a
     if (r.status !== 200 || !r.body.equals(value(k))) missing++;
   }
   t.equal(missing, 0, 'acknowledged writes read back once n2 continues');
+  // (Read repair and anti-entropy may still be at work for a moment.)
+  for (const n of ['n0', 'n1'] as const) await waitFor(`${n}: nothing waits for n2 any more`, async () => (await waitingFor(n, 'n2')) === 0, 10_000);
+  t.pass('nothing waits for n2 any more');
 });
