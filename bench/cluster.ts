@@ -75,7 +75,10 @@ async function start(spec: SetupSpec): Promise<Setup> {
   const entryProcs = procs.filter((_, i) => entry.includes(spec.nodes[i]));
   const rest = entryProcs.map((p) => restClient(p.url, Math.ceil(CONCURRENCY / entryProcs.length)));
   const grpc = entry.map((n) => new BobClient(files.addresses[n], 30_000));
-  const via = <T>(list: T[], i: number) => list[i % list.length];
+  // Request i goes to entry node (i + ⌊i/n⌋) mod n rather than i mod n: key i
+  // lies in vdisk i mod 3, and plain round robin would send every key to a
+  // node holding its vdisk; this way each node takes keys of every vdisk.
+  const via = <T>(list: T[], i: number) => list[(i + Math.floor(i / list.length)) % list.length];
   const now = () => Math.floor(Date.now() / 1000);
   // Keys: the warm-up's PUTs are [0, WARM) (what GETs read), round r's are
   // above; gRPC keys are offset from REST ones.
