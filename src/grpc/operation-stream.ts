@@ -119,8 +119,9 @@ export class OperationStream {
   /**
    * Sends what is queued at the end of this turn of the event loop — unless
    * a batch sent earlier has had no result back yet: then the queue waits
-   * for the first results (at most HOLD_MS, and no more than HOLD_OPS operations), as Nagle's
-   * algorithm waits for an acknowledgement. Under load the batches so grow
+   * for the first results (at most HOLD_MS, and no more than HOLD_OPS
+   * operations or BATCH_BYTES of values), as Nagle's algorithm waits for an
+   * acknowledgement. Under load the batches so grow
    * with the peer's round trip, and every batch's fixed cost (a message,
    * HTTP/2 frames, a write on each side) is shared by more operations; a
    * lone operation on an idle stream still leaves at once.
@@ -131,10 +132,7 @@ export class OperationStream {
       this.holding ??= setTimeout(this.flush, this.o.holdMs ?? HOLD_MS);
       return;
     }
-    if (this.holding) {
-      clearTimeout(this.holding);
-      this.holding = null;
-    }
+    // A hold timer still set is cleared by the flush.
     this.scheduled = true;
     setImmediate(this.flush);
   }
@@ -230,7 +228,8 @@ export class OperationStream {
       if (p.started > late) continue;
       this.pending.delete(id);
       this.bytes -= p.bytes;
-      this.queue = this.queue.filter((op) => op.id !== id || ((this.queuedBytes -= op.value?.length ?? 0), false));
+      const queued = this.queue.findIndex((op) => op.id === id);
+      if (queued >= 0) this.queuedBytes -= this.queue.splice(queued, 1)[0].value?.length ?? 0;
       p.reject(new OysterError('Timeout', `Timeout ${this.o.peer} did not answer within ${this.o.timeoutMs} ms`));
     }
     this.stopSweeper();
