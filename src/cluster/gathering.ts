@@ -2,12 +2,14 @@
 // come. A read waits until enough replicas answered — a quorum, or every
 // reachable one — and goes on without the slowest; the calls still running
 // finish in the background, where read repair looks at their answers.
+import { MaybePromise } from '../model/maybe-promise';
 
 export interface ReplicaCall<T> {
   node: string;
   /** Replicas of the vdisk on that node: what its answer counts for. */
   weight: number;
-  done: Promise<T>;
+  /** Its answer, or the promise of it. */
+  done: MaybePromise<T>;
 }
 
 export type ReplicaOutcome<T> =
@@ -25,12 +27,14 @@ export class Gathering<T> {
   constructor(calls: Array<ReplicaCall<T>>) {
     this.outcomes = calls.map((c) => ({ node: c.node, weight: c.weight, status: 'pending' }));
     this.pending = calls.length;
-    calls.forEach((c, i) =>
-      c.done.then(
-        (value) => this.settle(i, { node: c.node, weight: c.weight, status: 'answered', value }),
-        (error: unknown) => this.settle(i, { node: c.node, weight: c.weight, status: 'failed', error }),
-      ),
-    );
+    calls.forEach((c, i) => {
+      if (!(c.done instanceof Promise)) this.settle(i, { node: c.node, weight: c.weight, status: 'answered', value: c.done });
+      else
+        c.done.then(
+          (value) => this.settle(i, { node: c.node, weight: c.weight, status: 'answered', value }),
+          (error: unknown) => this.settle(i, { node: c.node, weight: c.weight, status: 'failed', error }),
+        );
+    });
   }
 
   /** Replicas (by weight) that answered so far. */

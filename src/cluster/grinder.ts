@@ -28,7 +28,7 @@ import { VersionClock } from '../model/clock';
 import { compareRecords, KeyState, StoredRecord, StoredTombstone, StoredValue, Version } from '../model/version';
 import { IncomingValue, isIncoming, OpenedValue } from '../model/value';
 import { DataApi } from '../model/data-api';
-import { MaybePromise } from '../model/maybe-promise';
+import { mapAnswer, MaybePromise } from '../model/maybe-promise';
 import { NodeStore } from '../store/node-store';
 import { Gathering } from './gathering';
 import { ExistAnswer, NodeApi } from '../model/node-api';
@@ -253,7 +253,7 @@ export class Grinder implements DataApi {
       up.map((n) => ({
         node: n,
         weight: this.topology.replicasOn(vdisk, n).length,
-        done: n === primary ? (n === self && own) || Promise.resolve(this.node(n).get(key, 'normal')) : this.node(n).exist([key], 'normal').then((a) => a[0]),
+        done: n === primary ? (n === self && own) || this.node(n).get(key, 'normal') : mapAnswer(this.node(n).exist([key], 'normal'), (a) => a[0]),
       })),
     );
     const aliensHere: Promise<StoredRecord | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien')).catch(() => null) : null;
@@ -353,7 +353,7 @@ export class Grinder implements DataApi {
           })),
         );
         const aliensHere =
-          this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk) ? this.parts.local.exist(subset, 'alien').catch(() => null) : Promise.resolve(null);
+          this.parts.policy === 'quorum' && this.parts.local.holdsAliens(vdisk) ? Promise.resolve(this.parts.local.exist(subset, 'alien')).catch(() => null) : Promise.resolve(null);
         await replicas.until(this.readQuorum(vdisk, up));
         if (replicas.answeredWeight === 0) throw this.unanswered('exist', vdisk, replicas.failures(), targets.length - up.length);
         const answers = [...replicas.answers().map((a) => a.value), await aliensHere].filter((a): a is ExistAnswer[] => a !== null);

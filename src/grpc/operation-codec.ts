@@ -14,73 +14,65 @@ const FIXED64 = 1;
 const BYTES = 2;
 const FIXED32 = 5;
 
-/** Writes messages into a growing buffer. */
+/** Bytes of `v` as a varint. */
+function varintSize(v: number): number {
+  let n = 1;
+  while (v >= 0x80) {
+    v = Math.floor(v / 0x80);
+    n++;
+  }
+  return n;
+}
+
+function num(v: number | string | undefined): number {
+  return typeof v === 'string' ? Number(v) : (v ?? 0);
+}
+
+// Every message is sized before it is written (sizeOf* below), so that a
+// batch is one allocation of its exact length and no nested message is
+// moved once its length is known.
+
+/** Size of an unsigned field; 0 when the value is 0 (not written). */
+function uintSize(field: number, v: number): number {
+  return v === 0 ? 0 : varintSize(field * 8) + varintSize(v);
+}
+
+function bytesSize(field: number, length: number): number {
+  return varintSize(field * 8) + varintSize(length) + length;
+}
+
+/** Writes fields into a buffer sized beforehand. */
 class Writer {
-  buf = Buffer.allocUnsafe(256);
   at = 0;
 
-  private room(n: number): void {
-    if (this.at + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + n));
-    this.buf.copy(next, 0, 0, this.at);
-    this.buf = next;
-  }
+  constructor(readonly buf: Buffer) {}
 
   varint(v: number): void {
-    this.room(10);
+    const buf = this.buf;
     while (v >= 0x80) {
-      this.buf[this.at++] = (v % 0x80) | 0x80;
+      buf[this.at++] = (v % 0x80) | 0x80;
       v = Math.floor(v / 0x80);
     }
-    this.buf[this.at++] = v;
+    buf[this.at++] = v;
   }
 
-  tag(field: number, type: number): void {
-    this.varint(field * 8 + type);
+  uint(field: number, v: number): void {
+    if (v === 0) return;
+    this.varint(field * 8 + VARINT);
+    this.varint(v);
   }
 
-  uint(field: number, v: number | string | undefined): void {
-    const n = typeof v === 'string' ? Number(v) : (v ?? 0);
-    if (n === 0) return;
-    this.tag(field, VARINT);
-    this.varint(n);
-  }
-
-  bytes(field: number, b: Buffer | undefined, always = false): void {
-    if (!b || (b.length === 0 && !always)) return;
-    this.tag(field, BYTES);
+  bytes(field: number, b: Buffer): void {
+    this.varint(field * 8 + BYTES);
     this.varint(b.length);
-    this.room(b.length);
     b.copy(this.buf, this.at);
     this.at += b.length;
   }
 
-  string(field: number, s: string | undefined): void {
-    if (s) this.bytes(field, Buffer.from(s, 'utf8'));
-  }
-
-  /** A nested message: its length is written once it is known. */
-  message(field: number, write: () => void): void {
-    this.tag(field, BYTES);
-    // Up to 5 bytes of length are kept free; the body moves down if fewer are needed.
-    this.room(5);
-    const lengthAt = this.at;
-    this.at += 5;
-    write();
-    const length = this.at - lengthAt - 5;
-    let n = 1;
-    for (let v = length; v >= 0x80; v = Math.floor(v / 0x80)) n++;
-    if (n < 5) this.buf.copyWithin(lengthAt + n, lengthAt + 5, this.at);
-    this.at -= 5 - n;
-    let v = length;
-    for (let i = 0; i < n; i++) {
-      this.buf[lengthAt + i] = i < n - 1 ? (v % 0x80) | 0x80 : v;
-      v = Math.floor(v / 0x80);
-    }
-  }
-
-  done(): Buffer {
-    return this.buf.subarray(0, this.at);
+  /** A nested message's tag and length; its fields follow. */
+  message(field: number, length: number): void {
+    this.varint(field * 8 + BYTES);
+    this.varint(length);
   }
 }
 
@@ -132,24 +124,37 @@ class Reader {
   }
 }
 
+function sizeOfOperation(op: OperationMsg): number {
+  let n = uintSize(1, op.id) + uintSize(2, op.kind);
+  for (const k of op.keys) n += bytesSize(3, k.length);
+  if (op.value && op.value.length > 0) n += bytesSize(4, op.value.length);
+  n += uintSize(5, num(op.timestamp)) + uintSize(6, num(op.tick)) + uintSize(7, op.node ?? 0) + uintSize(8, op.source ?? 0);
+  for (const name of op.remote_nodes ?? []) if (name) n += bytesSize(9, Buffer.byteLength(name));
+  n += uintSize(10, op.is_alien ? 1 : 0);
+  for (const name of op.force_alien_nodes ?? []) if (name) n += bytesSize(11, Buffer.byteLength(name));
+  return n;
+}
+
 export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
-  const w = new Writer();
-  for (const op of batch.ops) {
-    w.message(1, () => {
-      w.uint(1, op.id);
-      w.uint(2, op.kind);
-      for (const k of op.keys) w.bytes(3, k, true);
-      w.bytes(4, op.value);
-      w.uint(5, op.timestamp);
-      w.uint(6, op.tick);
-      w.uint(7, op.node);
-      w.uint(8, op.source);
-      for (const n of op.remote_nodes ?? []) w.string(9, n);
-      w.uint(10, op.is_alien ? 1 : 0);
-      for (const n of op.force_alien_nodes ?? []) w.string(11, n);
-    });
-  }
-  return w.done();
+  const sizes = batch.ops.map(sizeOfOperation);
+  let total = 0;
+  for (const n of sizes) total += bytesSize(1, n);
+  const w = new Writer(Buffer.allocUnsafe(total));
+  batch.ops.forEach((op, i) => {
+    w.message(1, sizes[i]);
+    w.uint(1, op.id);
+    w.uint(2, op.kind);
+    for (const k of op.keys) w.bytes(3, k);
+    if (op.value && op.value.length > 0) w.bytes(4, op.value);
+    w.uint(5, num(op.timestamp));
+    w.uint(6, num(op.tick));
+    w.uint(7, op.node ?? 0);
+    w.uint(8, op.source ?? 0);
+    for (const name of op.remote_nodes ?? []) if (name) w.bytes(9, Buffer.from(name, 'utf8'));
+    w.uint(10, op.is_alien ? 1 : 0);
+    for (const name of op.force_alien_nodes ?? []) if (name) w.bytes(11, Buffer.from(name, 'utf8'));
+  });
+  return w.buf;
 }
 
 /** Calls `read` with a reader of each message of the batch's field 1; other fields are skipped. */
@@ -167,10 +172,23 @@ function eachOfBatch(buf: Buffer, read: (f: Reader) => void): void {
   }
 }
 
+/**
+ * An operation with every field present: all operations, made here or
+ * decoded, share one object shape, and the code that reads them stays monomorphic.
+ */
+export function newOperation(kind: number, keys: Buffer[]): OperationMsg {
+  return { id: 0, kind, keys, value: undefined, timestamp: 0, tick: 0, node: 0, source: 0, remote_nodes: undefined, is_alien: false, force_alien_nodes: undefined };
+}
+
+/** A result with every field present (see newOperation); version fields stay undefined unless set. */
+export function newResult(id: number): ResultMsg {
+  return { id, code: 0, details: '', kind: 0, timestamp: undefined, tick: undefined, node: undefined, value: undefined, states: undefined };
+}
+
 export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
   const ops: OperationMsg[] = [];
   eachOfBatch(buf, (f) => {
-    const op: OperationMsg = { id: 0, kind: 0, keys: [], value: undefined, timestamp: 0, tick: 0, node: 0, source: 0, remote_nodes: [], is_alien: false, force_alien_nodes: [] };
+    const op = newOperation(0, []);
     while (f.more()) {
       const t = f.varint();
       switch (t) {
@@ -182,9 +200,9 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
         case 6 * 8 + VARINT: op.tick = f.varint(); break;
         case 7 * 8 + VARINT: op.node = f.varint(); break;
         case 8 * 8 + VARINT: op.source = f.varint(); break;
-        case 9 * 8 + BYTES: op.remote_nodes!.push(f.bytes().toString('utf8')); break;
+        case 9 * 8 + BYTES: (op.remote_nodes ??= []).push(f.bytes().toString('utf8')); break;
         case 10 * 8 + VARINT: op.is_alien = f.varint() !== 0; break;
-        case 11 * 8 + BYTES: op.force_alien_nodes!.push(f.bytes().toString('utf8')); break;
+        case 11 * 8 + BYTES: (op.force_alien_nodes ??= []).push(f.bytes().toString('utf8')); break;
         default: f.skip(t & 7);
       }
     }
@@ -193,28 +211,39 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
   return { ops };
 }
 
+function sizeOfResult(r: ResultMsg): number {
+  let n = uintSize(1, r.id) + uintSize(2, r.code ?? 0);
+  if (r.details) n += bytesSize(3, Buffer.byteLength(r.details));
+  n += uintSize(4, r.kind ?? 0) + uintSize(5, num(r.timestamp)) + uintSize(6, num(r.tick)) + uintSize(7, r.node ?? 0);
+  if (r.value && r.value.length > 0) n += bytesSize(8, r.value.length);
+  if (r.states && r.states.length > 0) n += bytesSize(9, r.states.length);
+  return n;
+}
+
 export function encodeResultBatch(batch: ResultBatchMsg): Buffer {
-  const w = new Writer();
-  for (const res of batch.results) {
-    w.message(1, () => {
-      w.uint(1, res.id);
-      w.uint(2, res.code);
-      w.string(3, res.details);
-      w.uint(4, res.kind);
-      w.uint(5, res.timestamp);
-      w.uint(6, res.tick);
-      w.uint(7, res.node);
-      w.bytes(8, res.value);
-      w.bytes(9, res.states);
-    });
-  }
-  return w.done();
+  const sizes = batch.results.map(sizeOfResult);
+  let total = 0;
+  for (const n of sizes) total += bytesSize(1, n);
+  const w = new Writer(Buffer.allocUnsafe(total));
+  batch.results.forEach((r, i) => {
+    w.message(1, sizes[i]);
+    w.uint(1, r.id);
+    w.uint(2, r.code ?? 0);
+    if (r.details) w.bytes(3, Buffer.from(r.details, 'utf8'));
+    w.uint(4, r.kind ?? 0);
+    w.uint(5, num(r.timestamp));
+    w.uint(6, num(r.tick));
+    w.uint(7, r.node ?? 0);
+    if (r.value && r.value.length > 0) w.bytes(8, r.value);
+    if (r.states && r.states.length > 0) w.bytes(9, r.states);
+  });
+  return w.buf;
 }
 
 export function decodeResultBatch(buf: Buffer): ResultBatchMsg {
   const results: ResultMsg[] = [];
   eachOfBatch(buf, (f) => {
-    const res: ResultMsg = { id: 0, code: 0, details: '', kind: 0, timestamp: undefined, tick: undefined, node: undefined, value: undefined, states: undefined };
+    const res = newResult(0);
     while (f.more()) {
       const t = f.varint();
       switch (t) {

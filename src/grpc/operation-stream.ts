@@ -40,13 +40,16 @@ export interface OperationStreamOptions {
   onOpen?: () => void;
 }
 
-interface Pending {
-  resolve: (r: ResultMsg) => void;
-  reject: (err: Error) => void;
-  started: number;
-  bytes: number;
+class Pending {
   /** The stream it was written to; null while queued. */
-  stream: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null;
+  stream: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null = null;
+
+  constructor(
+    readonly resolve: (r: ResultMsg) => void,
+    readonly reject: (err: Error) => void,
+    readonly started: number,
+    readonly bytes: number,
+  ) {}
 }
 
 export class OperationStream {
@@ -77,8 +80,8 @@ export class OperationStream {
     return this.pending.size;
   }
 
-  /** Sends `op` (its id is set here) with `bytes` of value; resolves with its result, whatever its code. */
-  send(op: Omit<OperationMsg, 'id'>, bytes: number): Promise<ResultMsg> {
+  /** Sends `op` (newOperation's; its id is set here) with `bytes` of value; resolves with its result, whatever its code. */
+  send(op: OperationMsg, bytes: number): Promise<ResultMsg> {
     if (this.closed) return Promise.reject(errors.failed(`the operation stream to ${this.o.peer} is closed`));
     // A peer the link manager found down (its pings fail: stopped, cut off)
     // is not waited for: the caller turns to alien copies and other replicas
@@ -91,10 +94,11 @@ export class OperationStream {
       );
     }
     const id = this.nextId();
+    op.id = id;
     return new Promise<ResultMsg>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, started: Date.now(), bytes, stream: null });
+      this.pending.set(id, new Pending(resolve, reject, Date.now(), bytes));
       this.bytes += bytes;
-      this.queue.push({ ...op, id } as OperationMsg);
+      this.queue.push(op);
       this.queuedBytes += op.value?.length ?? 0;
       this.schedule();
       this.sweeper ??= setInterval(this.sweep, Math.min(1000, Math.max(50, this.o.timeoutMs / 4))).unref();

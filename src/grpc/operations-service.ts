@@ -8,12 +8,14 @@
 // the stream is not read.
 import * as grpc from '@grpc/grpc-js';
 import { isOysterError } from '../model/errors';
-import { GetSource, NodeApi } from '../model/node-api';
+import { mapAnswer, MaybePromise } from '../model/maybe-promise';
+import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 import { StoredRecord, Version } from '../model/version';
+import { newResult } from './operation-codec';
 import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
 import { authorizeCall, BadRequest, CallParts, failureStatus, undecodable } from './server';
 import { invalidArgument } from './status';
-import { encodeStates, metaVersion } from './versions';
+import { encodeStates, fieldsVersion } from './versions';
 
 /** Operations of one stream received and not yet answered, beyond which it is not read. */
 export const MAX_IN_FLIGHT = 4096;
@@ -37,7 +39,7 @@ function checkedKey(k: Buffer, keySize: number): Buffer {
 
 function versionOf(op: OperationMsg): Version {
   // The same checks as a version in BobApi's BlobMeta.
-  const v = metaVersion({ timestamp: op.timestamp ?? 0, oyster_tick: op.tick ?? 0, oyster_node: op.node ?? 0 });
+  const v = fieldsVersion(op.timestamp, op.tick, op.node);
   if (v === null) throw new BadRequest(`version ${String(op.timestamp)}.${String(op.tick)}.${String(op.node)} is out of range`);
   return v;
 }
@@ -49,49 +51,76 @@ function sourceOf(op: OperationMsg): GetSource {
 }
 
 function withVersion(r: ResultMsg, v: Version): ResultMsg {
-  r.timestamp = String(v.timestamp);
-  r.tick = String(v.tick);
+  r.timestamp = v.timestamp;
+  r.tick = v.tick;
   r.node = v.node;
   return r;
 }
 
 function recordResult(id: number, r: StoredRecord | null): ResultMsg {
-  if (r === null) return { id, kind: 0 };
-  if (r.kind === 'deleted') return withVersion({ id, kind: 2 }, r.version);
-  return withVersion({ id, kind: 1, value: r.value }, r.version);
+  const res = newResult(id);
+  if (r === null) return res;
+  res.kind = r.kind === 'deleted' ? 2 : 1;
+  if (r.kind === 'found') res.value = r.value;
+  return withVersion(res, r.version);
 }
 
-/** Runs one operation on this node's storage; its result, failures included. */
-async function run(parts: OperationsParts, op: OperationMsg): Promise<ResultMsg> {
+function statesResult(id: number, answers: ExistAnswer[]): ResultMsg {
+  const res = newResult(id);
+  // This node's answers always carry versions.
+  res.states = encodeStates(answers.map((a) => (a === null || a.version === null ? null : { kind: a.kind, version: a.version })));
+  return res;
+}
+
+/** The result of an operation that failed with `err`. */
+function failedResult(parts: OperationsParts, id: number, err: unknown): ResultMsg {
+  const status = failureStatus(err, 'Operations', parts.log);
+  const r = newResult(id);
+  r.code = status.code ?? grpc.status.UNKNOWN;
+  r.details = status.details ?? '';
+  // The damaged record's version travels with a corruption: the coordinator
+  // may pass over it when another replica holds something newer.
+  if (isOysterError(err, 'Corruption') && err.version) withVersion(r, err.version);
+  return r;
+}
+
+/**
+ * Runs one operation on this node's storage; its result, failures included:
+ * at once when the storage answered at once (a read from memory).
+ */
+function run(parts: OperationsParts, op: OperationMsg): MaybePromise<ResultMsg> {
   const { local, keySize } = parts;
   const id = op.id;
+  let answer: MaybePromise<ResultMsg>;
   try {
     switch (op.kind) {
       case OperationKind.PUT:
-        await local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []);
-        return { id };
+        answer = local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []).then(() => newResult(id));
+        break;
       case OperationKind.GET:
-        return recordResult(id, await local.get(oneKey(op, keySize), sourceOf(op)));
-      case OperationKind.EXIST: {
-        const keys = op.keys.map((k) => checkedKey(k, keySize));
-        const answers = await local.exist(keys, sourceOf(op));
-        // This node's answers always carry versions.
-        return { id, states: encodeStates(answers.map((a) => (a === null || a.version === null ? null : { kind: a.kind, version: a.version }))) };
-      }
+        answer = mapAnswer(local.get(oneKey(op, keySize), sourceOf(op)), (r) => recordResult(id, r));
+        break;
+      case OperationKind.EXIST:
+        answer = mapAnswer(
+          local.exist(
+            op.keys.map((k) => checkedKey(k, keySize)),
+            sourceOf(op),
+          ),
+          (answers) => statesResult(id, answers),
+        );
+        break;
       case OperationKind.DELETE:
-        await local.delete(oneKey(op, keySize), versionOf(op), { isAlien: op.is_alien ?? false, forceAlienNodes: op.force_alien_nodes ?? [] });
-        return { id };
+        answer = local
+          .delete(oneKey(op, keySize), versionOf(op), { isAlien: op.is_alien ?? false, forceAlienNodes: op.force_alien_nodes ?? [] })
+          .then(() => newResult(id));
+        break;
       default:
         throw new BadRequest(`unknown operation kind ${String(op.kind)}`);
     }
   } catch (err) {
-    const status = failureStatus(err, 'Operations', parts.log);
-    const r: ResultMsg = { id, code: status.code ?? grpc.status.UNKNOWN, details: status.details ?? '' };
-    // The damaged record's version travels with a corruption: the coordinator
-    // may pass over it when another replica holds something newer.
-    if (isOysterError(err, 'Corruption') && err.version) withVersion(r, err.version);
-    return r;
+    return failedResult(parts, id, err);
   }
+  return answer instanceof Promise ? answer.then(undefined, (err: unknown) => failedResult(parts, id, err)) : answer;
 }
 
 /**
@@ -162,7 +191,17 @@ export class OperationsEndpoint {
     };
     this.open.add(close);
     const authorized = authorizeCall(auth, 'Operations', call);
-    authorized.catch((err: unknown) => finish(failureStatus(err, 'Operations', parts.log)));
+    // Once the stream's credentials are known good, operations run as they come.
+    let allowed = false;
+    authorized.then(
+      () => (allowed = true),
+      (err: unknown) => finish(failureStatus(err, 'Operations', parts.log)),
+    );
+    const runNow = (op: OperationMsg) => {
+      const r = run(parts, op);
+      if (r instanceof Promise) void r.then(answer);
+      else answer(r);
+    };
     call.on('data', (batch: OperationBatchMsg) => {
       const malformed = undecodable(batch);
       if (malformed !== undefined) {
@@ -176,7 +215,8 @@ export class OperationsEndpoint {
       }
       for (const op of batch.ops) {
         if (closing) answer({ id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' });
-        else authorized.then(() => run(parts, op)).then(answer, () => undefined);
+        else if (allowed) runNow(op);
+        else authorized.then(() => runNow(op), () => undefined);
       }
     });
     call.on('end', () => {

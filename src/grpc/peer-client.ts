@@ -22,8 +22,8 @@ import {
 } from './proto';
 import { fromStatus } from './status';
 import { OperationStream } from './operation-stream';
-import { decodeResultBatch, encodeOperationBatch } from './operation-codec';
-import { decodeEntries, decodeStates, metaVersion, versionMeta } from './versions';
+import { decodeResultBatch, encodeOperationBatch, newOperation } from './operation-codec';
+import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
@@ -148,48 +148,57 @@ export class PeerClient implements NodeApi {
   }
 
   /**
-   * Runs a data operation on the stream; null when the peer does not serve
-   * it (a bob node: the caller makes the BobApi call instead). Rejects with
-   * the operation's failure as the BobApi call would.
+   * Runs a data operation on the stream. Resolves with its result, or with
+   * null when the peer does not serve the stream (a bob node: the caller
+   * makes the BobApi call instead); rejects with the operation's failure as
+   * the BobApi call would.
    */
-  private async operate(name: string, op: Omit<OperationMsg, 'id'>, bytes: number): Promise<ResultMsg | null> {
-    if (Date.now() < this.bobUntil) return null;
-    const started = process.hrtime.bigint();
-    const observe = (failure: unknown) => this.options.observe?.(name, failure, Number(process.hrtime.bigint() - started) / 1e9);
-    try {
-      const r = await this.operations.send(op, bytes);
-      if (r.code) throw resultError(r);
-      observe(null);
-      return r;
-    } catch (err) {
+  private operate(name: string, op: OperationMsg, bytes: number): Promise<ResultMsg | null> {
+    if (Date.now() < this.bobUntil) return Promise.resolve(null);
+    const started = performance.now();
+    const failed = (err: unknown): null => {
       // The BobApi call the caller makes instead is observed as itself.
       if (isOysterError(err, 'Unsupported') && this.operations.unsupported) {
         this.bobUntil = Date.now() + UNSUPPORTED_MS;
         return null;
       }
-      observe(err);
+      this.options.observe?.(name, err, (performance.now() - started) / 1000);
       throw err;
-    }
+    };
+    return this.operations.send(op, bytes).then((r) => {
+      if (r.code) return failed(resultError(r));
+      this.options.observe?.(name, null, (performance.now() - started) / 1000);
+      return r;
+    }, failed);
   }
 
-  async put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
-    const streamed = await this.operate('put', { kind: OperationKind.PUT, keys: [key], value, ...versionFields(version), remote_nodes: remoteNodes }, value.length);
-    if (streamed) return;
-    await this.call('Put', {
-      key: { key },
-      data: { data: value, meta: versionMeta(version) },
-      options: { remote_nodes: remoteNodes, force_node: true, overwrite: false },
+  put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
+    const op = withVersion(newOperation(OperationKind.PUT, [key]), version);
+    op.value = value;
+    op.remote_nodes = remoteNodes;
+    return this.operate('put', op, value.length).then((r) => {
+      if (r) return;
+      return this.call<void>('Put', {
+        key: { key },
+        data: { data: value, meta: versionMeta(version) },
+        options: { remote_nodes: remoteNodes, force_node: true, overwrite: false },
+      });
     });
   }
 
-  async get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
-    const r = await this.operate('get', { kind: OperationKind.GET, keys: [key], source: SOURCES[source] }, 0);
-    if (r) {
+  get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
+    const op = newOperation(OperationKind.GET, [key]);
+    op.source = SOURCES[source];
+    return this.operate('get', op, 0).then((r) => {
+      if (!r) return this.bobGet(key, source);
       if (!r.kind) return null;
       const version = resultVersion(r);
       if (version === null || (r.kind !== 1 && r.kind !== 2)) throw errors.failed(`peer ${this.name} answered Get with an unusable record`);
       return r.kind === 2 ? { kind: 'deleted', version } : { kind: 'found', version, value: r.value ?? Buffer.alloc(0) };
-    }
+    });
+  }
+
+  private async bobGet(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
     let blob: BlobMsg;
     try {
       blob = await this.call<BlobMsg>('Get', { key: { key }, options: { force_node: true, source: SOURCES[source], oyster_versions: true } });
@@ -203,13 +212,18 @@ export class PeerClient implements NodeApi {
     return blob.meta?.oyster_deleted ? { kind: 'deleted', version } : { kind: 'found', version, value: blob.data };
   }
 
-  async exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
-    const r = await this.operate('exist', { kind: OperationKind.EXIST, keys, source: SOURCES[source] }, 0);
-    if (r) {
+  exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
+    const op = newOperation(OperationKind.EXIST, keys);
+    op.source = SOURCES[source];
+    return this.operate('exist', op, 0).then((r) => {
+      if (!r) return this.bobExist(keys, source);
       const states = decodeStates(r.states, keys.length);
       if (!states) throw errors.failed(`peer ${this.name} answered Exist with malformed states`);
       return states;
-    }
+    });
+  }
+
+  private async bobExist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
     const res = await this.call<ExistResponseMsg>('Exist', {
       keys: keys.map((key) => ({ key })),
       options: { force_node: true, source: SOURCES[source], oyster_versions: true },
@@ -220,17 +234,17 @@ export class PeerClient implements NodeApi {
     return keys.map((_, i) => (res.exist[i] ? { kind: 'found', version: null } : null));
   }
 
-  async delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
-    const streamed = await this.operate(
-      'delete',
-      { kind: OperationKind.DELETE, keys: [key], ...versionFields(version), is_alien: options.isAlien, force_alien_nodes: options.forceAlienNodes },
-      0,
-    );
-    if (streamed) return;
-    await this.call('Delete', {
-      key: { key },
-      meta: versionMeta(version),
-      options: { force_alien_nodes: options.forceAlienNodes, force_node: true, is_alien: options.isAlien },
+  delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
+    const op = withVersion(newOperation(OperationKind.DELETE, [key]), version);
+    op.is_alien = options.isAlien;
+    op.force_alien_nodes = options.forceAlienNodes;
+    return this.operate('delete', op, 0).then((r) => {
+      if (r) return;
+      return this.call<void>('Delete', {
+        key: { key },
+        meta: versionMeta(version),
+        options: { force_alien_nodes: options.forceAlienNodes, force_node: true, is_alien: options.isAlien },
+      });
     });
   }
 
@@ -293,13 +307,16 @@ export class PeerClient implements NodeApi {
   }
 }
 
-function versionFields(v: Version): { timestamp: string; tick: string; node: number } {
-  return { timestamp: String(v.timestamp), tick: String(v.tick), node: v.node };
+function withVersion(op: OperationMsg, v: Version): OperationMsg {
+  op.timestamp = v.timestamp;
+  op.tick = v.tick;
+  op.node = v.node;
+  return op;
 }
 
 /** The version a result carries; null when out of range. */
 function resultVersion(r: ResultMsg): Version | null {
-  return metaVersion({ timestamp: r.timestamp ?? 0, oyster_tick: r.tick ?? 0, oyster_node: r.node ?? 0 });
+  return fieldsVersion(r.timestamp, r.tick, r.node);
 }
 
 /** A failed operation's result as the error its BobApi call would have rejected with. */

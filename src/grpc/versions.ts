@@ -24,13 +24,24 @@ export function u64Field(value: string | number | undefined | null, max: number)
   return Number.isSafeInteger(n) && n <= max ? n : null;
 }
 
+/** A u64 field (a number as decoded, or a decimal string) within 0..max; null when it is not one. */
+function u64Of(value: string | number | undefined | null, max: number): number | null {
+  if (typeof value !== 'number') return u64Field(value, max);
+  return Number.isSafeInteger(value) && value >= 0 && value <= max ? value : null;
+}
+
+/** The version of these fields; null when they are out of range. */
+export function fieldsVersion(timestamp: string | number | undefined, tick: string | number | undefined, node: number | undefined): Version | null {
+  const ts = u64Of(timestamp ?? 0, Number.MAX_SAFE_INTEGER);
+  const t = u64Of(tick ?? 0, MAX_TICK);
+  const n = Number(node ?? 0);
+  if (ts === null || t === null || !Number.isInteger(n) || n < 0 || n > MAX_NODE_ID) return null;
+  return { timestamp: ts, tick: t, node: n };
+}
+
 /** The version in a BlobMeta; null when its fields are out of range. */
 export function metaVersion(meta: BlobMetaMsg): Version | null {
-  const timestamp = u64Field(meta.timestamp, Number.MAX_SAFE_INTEGER);
-  const tick = u64Field(meta.oyster_tick, MAX_TICK);
-  const node = Number(meta.oyster_node ?? 0);
-  if (timestamp === null || tick === null || !Number.isInteger(node) || node < 0 || node > MAX_NODE_ID) return null;
-  return { timestamp, tick, node };
+  return fieldsVersion(meta.timestamp, meta.oyster_tick, meta.oyster_node);
 }
 
 export function encodeStates(states: Array<KeyState | null>): Buffer {

@@ -30,24 +30,47 @@ export function outcomeOf(err: unknown): Outcome {
   return 'error';
 }
 
-type Recorder = <T>(operation: string, run: () => MaybePromise<T>, found?: (v: T) => boolean) => Promise<T>;
+interface Recorder {
+  <T>(operation: string, run: () => Promise<T>, found?: (v: T) => boolean): Promise<T>;
+  /** An answer in hand is counted and passed on at once. */
+  <T>(operation: string, run: () => MaybePromise<T>, found?: (v: T) => boolean): MaybePromise<T>;
+}
 
 function recorder(m: NodeMetrics, iface: Interface, path: RequestPath): Recorder {
-  return async (operation, run, found) => {
-    const start = performance.now();
-    let outcome: Outcome = 'ok';
-    try {
-      const v = await run();
-      if (found && !found(v)) outcome = 'not_found';
-      return v;
-    } catch (err) {
-      outcome = outcomeOf(err);
-      throw err;
-    } finally {
-      m.requestDuration.child(iface, operation, path).observe(secondsSince(start));
-      m.requests.child(iface, operation, path, outcome).inc();
-    }
+  // The children of each operation's label sets, looked up once.
+  const children = new Map<string, { duration: ReturnType<NodeMetrics['requestDuration']['child']>; outcomes: Map<Outcome, ReturnType<NodeMetrics['requests']['child']>> }>();
+  const count = (operation: string, start: number, outcome: Outcome) => {
+    let c = children.get(operation);
+    if (c === undefined) children.set(operation, (c = { duration: m.requestDuration.child(iface, operation, path), outcomes: new Map() }));
+    let counter = c.outcomes.get(outcome);
+    if (counter === undefined) c.outcomes.set(outcome, (counter = m.requests.child(iface, operation, path, outcome)));
+    c.duration.observe(secondsSince(start));
+    counter.inc();
   };
+  return (<T>(operation: string, run: () => MaybePromise<T>, found?: (v: T) => boolean): MaybePromise<T> => {
+    const start = performance.now();
+    let v: MaybePromise<T>;
+    try {
+      v = run();
+    } catch (err) {
+      count(operation, start, outcomeOf(err));
+      return Promise.reject(err);
+    }
+    if (!(v instanceof Promise)) {
+      count(operation, start, found && !found(v) ? 'not_found' : 'ok');
+      return v;
+    }
+    return v.then(
+      (r) => {
+        count(operation, start, found && !found(r) ? 'not_found' : 'ok');
+        return r;
+      },
+      (err: unknown) => {
+        count(operation, start, outcomeOf(err));
+        throw err;
+      },
+    );
+  }) as Recorder;
 }
 
 /**

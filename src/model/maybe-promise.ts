@@ -5,3 +5,8 @@
 // microtask queue for reads that never waited. A function returning one
 // never throws; its failures are rejected promises.
 export type MaybePromise<T> = T | Promise<T>;
+
+/** `f` of the answer: at once when the answer is in hand. */
+export function mapAnswer<T, U>(v: MaybePromise<T>, f: (value: T) => U): MaybePromise<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
+}

@@ -75,8 +75,11 @@ export interface NodeApi {
    */
   get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
 
-  /** For each key, what get() would answer, without the value. */
-  exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]>;
+  /**
+   * For each key, what get() would answer, without the value; at once, as
+   * get(), when memory holds the answer.
+   */
+  exist(keys: Buffer[], source: GetSource): MaybePromise<ExistAnswer[]>;
 
   /**
    * Without `isAlien`: stores a tombstone at `version` in every local

@@ -180,9 +180,14 @@ export class NodeStore implements NodeApi {
     });
   }
 
-  async exist(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
-    // One key (a coordinator asking for a version): no grouping by vdisk.
+  exist(keys: Buffer[], source: GetSource): MaybePromise<Array<KeyState | null>> {
+    // One key (a coordinator asking for a version): no grouping by vdisk, and
+    // answered at once when memory holds its state.
     if (keys.length === 1) return this.existIn(this.vdiskOf(keys[0]), keys, source);
+    return this.existMany(keys, source);
+  }
+
+  private async existMany(keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
     const out: Array<KeyState | null> = keys.map(() => null);
     for (const [vdisk, idx] of groupByVdisk(keys, this.topology.vdiskCount)) {
       const states = await this.existIn(vdisk, idx.map((i) => keys[i]), source);
@@ -287,13 +292,19 @@ export class NodeStore implements NodeApi {
   // ------------------------------------------------------------------- reads
 
   /** The newest state of each key of one vdisk, as get() finds it (the same places, the same refusals). */
-  private async existIn(vdisk: number, keys: Buffer[], source: GetSource): Promise<Array<KeyState | null>> {
+  private existIn(vdisk: number, keys: Buffer[], source: GetSource): MaybePromise<Array<KeyState | null>> {
     // A node without a replica of the vdisk has nothing to report for NORMAL (bob's Exist does not fail there).
     if (source === 'normal' && this.localReplicas(vdisk).length === 0) return keys.map(() => null);
-    const places = this.places(vdisk, source);
+    let places: readonly Place[];
+    try {
+      places = this.places(vdisk, source);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (places.length === 1) return places[0].run((g) => g.exists(keys));
-    const settled = await Promise.allSettled(places.map((p) => p.run((g) => g.exists(keys))));
-    return keys.map((_, i) => newestAnswer(settled, places, (states: Array<KeyState | null>) => states[i]));
+    return Promise.allSettled(places.map((p) => p.run((g) => g.exists(keys)))).then((settled) =>
+      keys.map((_, i) => newestAnswer(settled, places, (states: Array<KeyState | null>) => states[i])),
+    );
   }
 
   // ---------------------------------------------------------------- helpers

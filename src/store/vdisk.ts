@@ -255,23 +255,33 @@ export class Vdisk {
     }
   }
 
-  /** The newest record of each key, without values. */
-  async exists(keys: Buffer[]): Promise<Array<KeyState | null>> {
-    this.enter();
-    try {
-      // One key (a coordinator asking for a version) is mostly answered from
-      // memory at once; the others, and that one when it would wait, on the engine threads.
-      let now: KeyState | null | undefined;
-      if (keys.length === 1) {
-        const kept = this.shelfFor(this.partitions.engines)?.get(keys[0]);
-        if (kept !== undefined) now = kept === null ? null : { kind: kept.kind, version: kept.version };
-      }
+  /**
+   * The newest record of each key, without values: at once for one key (a
+   * coordinator asking for a version) the records kept or the index in
+   * memory answer, else once the engine threads have looked.
+   */
+  exists(keys: Buffer[]): MaybePromise<Array<KeyState | null>> {
+    if (keys.length === 1 && this.state === 'running') {
+      const set = this.partitions.engines;
+      const kept = this.shelfFor(set)?.get(keys[0]);
+      let now: KeyState | null | undefined = kept === undefined ? undefined : kept === null ? null : { kind: kept.kind, version: kept.version };
       try {
-        if (keys.length === 1 && now === undefined) now = this.partitions.engines.lookupNewestNow(keys[0]);
+        if (now === undefined) now = set.lookupNewestNow(keys[0]);
       } catch {
         // The engine threads report what made the lookup fail.
       }
-      const r = now !== undefined ? [now] : await this.partitions.engines.lookupNewest(keys);
+      if (now !== undefined) {
+        this.options.observer?.engine('exist', 'ok', 0);
+        return [now];
+      }
+    }
+    return this.existsWaiting(keys);
+  }
+
+  private async existsWaiting(keys: Buffer[]): Promise<Array<KeyState | null>> {
+    this.enter();
+    try {
+      const r = await this.partitions.engines.lookupNewest(keys);
       this.options.observer?.engine('exist', 'ok', 0);
       return r;
     } catch (err) {

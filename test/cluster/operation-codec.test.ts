@@ -39,7 +39,7 @@ t.test('operations: ours and protobufjs read each other', async (t) => {
       t.equal(Number(ours.ops[i][f] ?? 0), Number(op[f] ?? 0), `op ${i}: ${f} (ours)`);
       t.equal(Number(theirs.ops[i][f] ?? 0), Number(op[f] ?? 0), `op ${i}: ${f} (protobufjs)`);
     }
-    t.same(norm(ours.ops[i].remote_nodes), op.remote_nodes ?? []);
+    t.same(norm(ours.ops[i].remote_nodes ?? []), op.remote_nodes ?? []);
     t.same(norm(theirs.ops[i].force_alien_nodes), op.force_alien_nodes ?? []);
     t.same(Buffer.from(ours.ops[i].value ?? []), op.value ?? Buffer.alloc(0));
   }

@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import type { Test } from 'tap';
 import { isOysterError } from '../../src/model/errors';
+import { newOperation } from '../../src/grpc/operation-codec';
 import { OperationStream } from '../../src/grpc/operation-stream';
 import { OperationBatchMsg, OperationKind, Replicas, ReplicasService, ResultBatchMsg } from '../../src/grpc/proto';
 import { TestCluster } from './lib';
@@ -51,7 +52,8 @@ function stream(client: grpc.Client, o: { timeoutMs?: number; maxInFlight?: numb
   });
 }
 
-const get = (k: number) => ({ kind: OperationKind.GET, keys: [Buffer.alloc(8, k)], source: 1 });
+const get = (k: number) => Object.assign(newOperation(OperationKind.GET, [Buffer.alloc(8, k)]), { source: 1 });
+const put = (bytes: number) => Object.assign(newOperation(OperationKind.PUT, [Buffer.alloc(8)]), { value: Buffer.alloc(bytes) });
 
 t.test('operations sent in one turn travel as one batch and are matched by id', async (t) => {
   const batches: number[] = [];
@@ -140,8 +142,8 @@ t.test('a peer that never answers: operations time out, the bound refuses the re
   t.ok(waited >= 290 && waited < 1500, `after about operation_timeout (${waited} ms)`);
   t.equal(s.inFlight, 0, 'nothing left waiting');
   // Bytes count too: one large value alone goes, a second waits for it.
-  const big = s.send({ kind: OperationKind.PUT, keys: [Buffer.alloc(8)], value: Buffer.alloc(900) }, 900).catch((err: unknown) => err);
-  const second = await s.send({ kind: OperationKind.PUT, keys: [Buffer.alloc(8)], value: Buffer.alloc(200) }, 200).then(() => null, (err: unknown) => err);
+  const big = s.send(put(900), 900).catch((err: unknown) => err);
+  const second = await s.send(put(200), 200).then(() => null, (err: unknown) => err);
   t.ok(isOysterError(second, 'HolderTemporaryUnavailable'), 'values beyond maxBytes are refused');
   await big;
   s.close();
@@ -202,11 +204,11 @@ t.test('a real node refuses malformed operations one by one and stores nothing',
     { kind: 42, keys: [key] },
     { kind: OperationKind.EXIST, keys: [key, Buffer.alloc(0)], source: 1 },
   ];
-  const results = await Promise.all(bad.map((op) => s.send(op, 0)));
+  const results = await Promise.all(bad.map((op) => s.send(Object.assign(newOperation(op.kind, op.keys), op), 0)));
   t.same(results.map((r) => r.code), bad.map(() => grpc.status.INVALID_ARGUMENT), `each is INVALID_ARGUMENT: ${results.map((r) => r.details).join(' | ')}`);
-  const good = await s.send({ kind: OperationKind.PUT, keys: [key], value: Buffer.from('kept'), timestamp: '5', tick: '0', node: 0 }, 4);
+  const good = await s.send(Object.assign(newOperation(OperationKind.PUT, [key]), { value: Buffer.from('kept'), timestamp: '5', tick: '0', node: 0 }), 4);
   t.equal(good.code ?? 0, 0, 'a good one in the same stream is stored');
-  const read = await s.send({ kind: OperationKind.GET, keys: [key], source: 1 }, 0);
+  const read = await s.send(get(7), 0);
   t.same([read.kind, read.value?.toString(), String(read.timestamp)], [1, 'kept', '5'], 'and only it');
   t.equal(c.isRunning('n1'), true, 'the node runs on');
 });

@@ -242,7 +242,12 @@ t.test('a disk without room for what a blob keeps: compaction refuses with a log
   const linesBefore = node.output.length;
   const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact');
   t.equal(answer.status, 200, 'asked');
-  const refusal = node.output.slice(linesBefore).find((l) => /compaction of blob \d+ refused/.test(l));
+  // The log line travels through the node's stdout, which may deliver it after the answer.
+  let refusal: string | undefined;
+  for (let waited = 0; waited <= 5000 && refusal === undefined; waited += 50) {
+    refusal = node.output.slice(linesBefore).find((l) => /compaction of blob \d+ refused/.test(l));
+    if (refusal === undefined) await sleep(50);
+  }
   t.ok(refusal, `a log line says why: ${refusal?.slice(0, 300)}`);
   const metrics = (await rest.request(node.url, 'GET', '/metrics')).body.toString();
   t.match(metrics, /oyster_compaction_skipped_total\{disk="d1",reason="no_space"\} [1-9]/, 'counted as skipped for lack of room');
