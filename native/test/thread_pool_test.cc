@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -141,6 +142,37 @@ TEST(ThreadPool, SlowTasksSpreadOverThreads) {
   }
   latch.Wait();
   ASSERT_GE(ids.size(), 2u);
+}
+
+// Tasks that come one at a time, each well after the last: a spin after a
+// task never finds the next one, and the pool soon stops spinning instead of
+// burning kSpin of a core per task. Once tasks come close together again,
+// spinning finds them and resumes.
+TEST(ThreadPool, SpinsOnlyWhileSpinningFindsTasks) {
+  ThreadPool pool(2);
+  std::atomic<int> done{0};
+  constexpr int kSparse = 1000;
+  for (int i = 0; i < kSparse; i++) {
+    pool.Schedule([&] { done.fetch_add(1); });
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+  ASSERT_TRUE(test::Eventually([&] { return done.load() == kSparse; }));
+  const uint64_t sparse = pool.spins();
+  // A few misses turn it off; one chance in 16 still spins.
+  ASSERT_LT(sparse, kSparse / 8u) << sparse << " spins for " << kSparse << " sparse tasks";
+
+  // Tasks every few microseconds for 100 ms, each found by the spin after the last.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  int dense = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    pool.Schedule([&] { done.fetch_add(1); });
+    dense++;
+    const auto next = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
+    while (std::chrono::steady_clock::now() < next) {
+    }
+  }
+  ASSERT_TRUE(test::Eventually([&] { return done.load() == kSparse + dense; }));
+  ASSERT_GT(pool.spins() - sparse, 100u) << "spins among " << dense << " dense tasks";
 }
 
 }  // namespace oyster

@@ -1,5 +1,7 @@
 #include "util/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -22,6 +24,11 @@ ThreadPool::~ThreadPool() {
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
+}
+
+uint64_t ThreadPool::spins() {
+  std::lock_guard<std::mutex> l(mu_);
+  return spins_;
 }
 
 bool ThreadPool::SpinForTask() {
@@ -81,12 +88,14 @@ void ThreadPool::Run() {
       continue;
     }
     if (stopping_) return;  // drained
-    if (!spinning_) {
+    if (!spinning_ && (spin_score_ >= 0 || ++spin_chances_ % kSpinProbe == 0)) {
       spinning_ = true;
+      spins_++;
       l.unlock();
       const bool found = SpinForTask();
       l.lock();
       spinning_ = false;
+      spin_score_ = found ? std::min(spin_score_ + 1, kSpinScoreBound) : std::max(spin_score_ - kSpinMiss, -kSpinScoreBound);
       if (found || !tasks_.empty()) continue;
     }
     awake_--;

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -43,6 +44,8 @@ class ThreadPool final : public Executor {
 
   void Schedule(std::function<void()> task) override;
   int size() const { return static_cast<int>(threads_.size()); }
+  // Spins for a new task begun so far (see kSpinMiss).
+  uint64_t spins();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -65,6 +68,16 @@ class ThreadPool final : public Executor {
 
   // How long one thread at a time spins for a new task before it sleeps.
   static constexpr std::chrono::microseconds kSpin{50};
+  // Whether spinning pays is judged by its outcomes: a spin that finds a
+  // task adds 1 to spin_score_, one that does not takes kSpinMiss off
+  // (bounded by ±kSpinScoreBound); the threads spin while the score is not
+  // negative, i.e. while at least kSpinMiss of kSpinMiss + 1 spins found a
+  // task. Below, one chance in kSpinProbe still spins, so the score follows
+  // the load back up. A spin that finds nothing burns kSpin of a core that
+  // the event loop, or other processes on a busy host, could have used.
+  static constexpr int kSpinMiss = 2;
+  static constexpr int kSpinScoreBound = 16;
+  static constexpr unsigned kSpinProbe = 16;
 
   void Run();
   // Spins (mu_ not held) until a task is queued or kSpin has passed; true if one was.
@@ -78,6 +91,9 @@ class ThreadPool final : public Executor {
   int awake_ = 0;     // threads running or looking for a task, woken ones included
   int sleeping_ = 0;  // threads waiting for a wake-up
   int wakeups_ = 0;   // wake-ups granted and not yet consumed
+  int spin_score_ = 0;       // see kSpinMiss
+  unsigned spin_chances_ = 0;  // chances to spin passed up while the score is negative
+  uint64_t spins_ = 0;
   bool watching_ = false;  // a sleeping thread is the watcher
   bool stopping_ = false;
   bool spinning_ = false;            // a thread is in SpinForTask
