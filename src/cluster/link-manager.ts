@@ -1,7 +1,9 @@
 // LinkManager: which peers are reachable. Pings every peer each
-// check_interval (every 100 ms during the first minute, so that a starting
-// cluster finds itself quickly) and at once when a peer that was down pings
-// us. This node is always reachable to itself.
+// check_interval, and at once when a peer that was down pings us. During
+// the first minute, until every peer has answered once, every 100 ms: a
+// starting cluster finds itself quickly, and a cluster that has found
+// itself is not kept busy with pings (each costs both nodes a gRPC call).
+// This node is always reachable to itself.
 import { Logger } from '../logging/logger';
 import { PeerClient } from '../grpc/peer-client';
 
@@ -69,7 +71,7 @@ export class LinkManager {
       await Promise.all([...this.peers.values()].map((p) => this.check(p)));
       this.checking = false;
     }
-    const fast = Date.now() - this.startedAt < 60_000;
+    const fast = this.answered.size < this.peers.size && Date.now() - this.startedAt < 60_000;
     this.schedule(fast ? Math.min(100, this.checkIntervalMs) : this.checkIntervalMs);
   }
 
