@@ -128,9 +128,13 @@ export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
 
 /** The PeerClient hook: one call to a peer finished. */
 export function peerObserver(m: NodeMetrics, peer: string) {
+  // Every inter-node operation passes here: the children of its successes are looked up once.
+  const done = new Map<string, { ok: ReturnType<NodeMetrics['peerRequests']['child']>; duration: ReturnType<NodeMetrics['peerDuration']['child']> }>();
   return (operation: string, err: unknown, seconds: number): void => {
-    m.peerRequests.child(peer, operation, err === null ? 'ok' : outcomeOf(err)).inc();
-    m.peerDuration.child(peer, operation).observe(seconds);
+    let c = done.get(operation);
+    if (c === undefined) done.set(operation, (c = { ok: m.peerRequests.child(peer, operation, 'ok'), duration: m.peerDuration.child(peer, operation) }));
+    (err === null ? c.ok : m.peerRequests.child(peer, operation, outcomeOf(err))).inc();
+    c.duration.observe(seconds);
   };
 }
 
