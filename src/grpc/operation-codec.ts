@@ -7,6 +7,7 @@
 // that are not a message (the server answers INVALID_ARGUMENT); u64 fields
 // beyond 2^53 decode as -1, which validation refuses. A result's version
 // fields are left undefined when absent (a failure without a version).
+import { Version } from '../model/version';
 import { OperationBatchMsg, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
 
 const VARINT = 0;
@@ -28,27 +29,23 @@ function num(v: number | string | undefined): number {
   return typeof v === 'string' ? Number(v) : (v ?? 0);
 }
 
-// Every message is sized before it is written (sizeOf* below), so that a
-// batch is one allocation of its exact length and no nested message is
-// moved once its length is known.
-
-/** Size of an unsigned field; 0 when the value is 0 (not written). */
-function uintSize(field: number, v: number): number {
-  return v === 0 ? 0 : varintSize(field * 8) + varintSize(v);
-}
-
-function bytesSize(field: number, length: number): number {
-  return varintSize(field * 8) + varintSize(length) + length;
-}
-
-/** Writes fields into a buffer sized beforehand. */
+// A message's fields are listed once (writeOperation, writeResult) and
+// written twice by a Writer: without a buffer it only counts their bytes,
+// then into a batch allocated at its exact length. No nested message is
+// moved once its length is known. Zero numbers and empty strings are not
+// written.
 class Writer {
+  /** Bytes written (or counted) so far. */
   at = 0;
 
-  constructor(readonly buf: Buffer) {}
+  constructor(readonly buf: Buffer | null) {}
 
   varint(v: number): void {
     const buf = this.buf;
+    if (buf === null) {
+      this.at += varintSize(v);
+      return;
+    }
     while (v >= 0x80) {
       buf[this.at++] = (v % 0x80) | 0x80;
       v = Math.floor(v / 0x80);
@@ -65,15 +62,38 @@ class Writer {
   bytes(field: number, b: Buffer): void {
     this.varint(field * 8 + BYTES);
     this.varint(b.length);
-    b.copy(this.buf, this.at);
+    if (this.buf !== null) b.copy(this.buf, this.at);
     this.at += b.length;
   }
 
-  /** A nested message's tag and length; its fields follow. */
-  message(field: number, length: number): void {
+  string(field: number, s: string | undefined): void {
+    if (!s) return;
+    const length = Buffer.byteLength(s);
     this.varint(field * 8 + BYTES);
     this.varint(length);
+    if (this.buf !== null) this.buf.write(s, this.at, 'utf8');
+    this.at += length;
   }
+}
+
+/** A batch: field 1 repeated, one nested message per item. */
+function encodeBatch<T>(items: T[], write: (f: Writer, item: T) => void): Buffer {
+  const counter = new Writer(null);
+  const sizes = items.map((item) => {
+    counter.at = 0;
+    write(counter, item);
+    return counter.at;
+  });
+  let total = 0;
+  for (const n of sizes) total += varintSize(1 * 8) + varintSize(n) + n;
+  const batch = Buffer.allocUnsafe(total);
+  const w = new Writer(batch);
+  items.forEach((item, i) => {
+    w.varint(1 * 8 + BYTES);
+    w.varint(sizes[i]);
+    write(w, item);
+  });
+  return batch;
 }
 
 /** Reads one message's fields. */
@@ -124,37 +144,22 @@ class Reader {
   }
 }
 
-function sizeOfOperation(op: OperationMsg): number {
-  let n = uintSize(1, op.id) + uintSize(2, op.kind);
-  for (const k of op.keys) n += bytesSize(3, k.length);
-  if (op.value && op.value.length > 0) n += bytesSize(4, op.value.length);
-  n += uintSize(5, num(op.timestamp)) + uintSize(6, num(op.tick)) + uintSize(7, op.node ?? 0) + uintSize(8, op.source ?? 0);
-  for (const name of op.remote_nodes ?? []) if (name) n += bytesSize(9, Buffer.byteLength(name));
-  n += uintSize(10, op.is_alien ? 1 : 0);
-  for (const name of op.force_alien_nodes ?? []) if (name) n += bytesSize(11, Buffer.byteLength(name));
-  return n;
+function writeOperation(f: Writer, op: OperationMsg): void {
+  f.uint(1, op.id);
+  f.uint(2, op.kind);
+  for (const k of op.keys) f.bytes(3, k);
+  if (op.value && op.value.length > 0) f.bytes(4, op.value);
+  f.uint(5, num(op.timestamp));
+  f.uint(6, num(op.tick));
+  f.uint(7, op.node ?? 0);
+  f.uint(8, op.source ?? 0);
+  for (const name of op.remote_nodes ?? []) f.string(9, name);
+  f.uint(10, op.is_alien ? 1 : 0);
+  for (const name of op.force_alien_nodes ?? []) f.string(11, name);
 }
 
 export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
-  const sizes = batch.ops.map(sizeOfOperation);
-  let total = 0;
-  for (const n of sizes) total += bytesSize(1, n);
-  const w = new Writer(Buffer.allocUnsafe(total));
-  batch.ops.forEach((op, i) => {
-    w.message(1, sizes[i]);
-    w.uint(1, op.id);
-    w.uint(2, op.kind);
-    for (const k of op.keys) w.bytes(3, k);
-    if (op.value && op.value.length > 0) w.bytes(4, op.value);
-    w.uint(5, num(op.timestamp));
-    w.uint(6, num(op.tick));
-    w.uint(7, op.node ?? 0);
-    w.uint(8, op.source ?? 0);
-    for (const name of op.remote_nodes ?? []) if (name) w.bytes(9, Buffer.from(name, 'utf8'));
-    w.uint(10, op.is_alien ? 1 : 0);
-    for (const name of op.force_alien_nodes ?? []) if (name) w.bytes(11, Buffer.from(name, 'utf8'));
-  });
-  return w.buf;
+  return encodeBatch(batch.ops, writeOperation);
 }
 
 /** Calls `read` with a reader of each message of the batch's field 1; other fields are skipped. */
@@ -185,6 +190,14 @@ export function newResult(id: number): ResultMsg {
   return { id, code: 0, details: '', kind: 0, timestamp: undefined, tick: undefined, node: undefined, value: undefined, states: undefined };
 }
 
+/** Sets the version fields of an operation or a result. */
+export function setVersion<M extends OperationMsg | ResultMsg>(m: M, v: Version): M {
+  m.timestamp = v.timestamp;
+  m.tick = v.tick;
+  m.node = v.node;
+  return m;
+}
+
 export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
   const ops: OperationMsg[] = [];
   eachOfBatch(buf, (f) => {
@@ -211,33 +224,20 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
   return { ops };
 }
 
-function sizeOfResult(r: ResultMsg): number {
-  let n = uintSize(1, r.id) + uintSize(2, r.code ?? 0);
-  if (r.details) n += bytesSize(3, Buffer.byteLength(r.details));
-  n += uintSize(4, r.kind ?? 0) + uintSize(5, num(r.timestamp)) + uintSize(6, num(r.tick)) + uintSize(7, r.node ?? 0);
-  if (r.value && r.value.length > 0) n += bytesSize(8, r.value.length);
-  if (r.states && r.states.length > 0) n += bytesSize(9, r.states.length);
-  return n;
+function writeResult(f: Writer, r: ResultMsg): void {
+  f.uint(1, r.id);
+  f.uint(2, r.code ?? 0);
+  f.string(3, r.details);
+  f.uint(4, r.kind ?? 0);
+  f.uint(5, num(r.timestamp));
+  f.uint(6, num(r.tick));
+  f.uint(7, r.node ?? 0);
+  if (r.value && r.value.length > 0) f.bytes(8, r.value);
+  if (r.states && r.states.length > 0) f.bytes(9, r.states);
 }
 
 export function encodeResultBatch(batch: ResultBatchMsg): Buffer {
-  const sizes = batch.results.map(sizeOfResult);
-  let total = 0;
-  for (const n of sizes) total += bytesSize(1, n);
-  const w = new Writer(Buffer.allocUnsafe(total));
-  batch.results.forEach((r, i) => {
-    w.message(1, sizes[i]);
-    w.uint(1, r.id);
-    w.uint(2, r.code ?? 0);
-    if (r.details) w.bytes(3, Buffer.from(r.details, 'utf8'));
-    w.uint(4, r.kind ?? 0);
-    w.uint(5, num(r.timestamp));
-    w.uint(6, num(r.tick));
-    w.uint(7, r.node ?? 0);
-    if (r.value && r.value.length > 0) w.bytes(8, r.value);
-    if (r.states && r.states.length > 0) w.bytes(9, r.states);
-  });
-  return w.buf;
+  return encodeBatch(batch.results, writeResult);
 }
 
 export function decodeResultBatch(buf: Buffer): ResultBatchMsg {

@@ -11,7 +11,7 @@ import { isOysterError } from '../model/errors';
 import { mapAnswer, MaybePromise } from '../model/maybe-promise';
 import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 import { StoredRecord, Version } from '../model/version';
-import { newResult } from './operation-codec';
+import { newResult, setVersion } from './operation-codec';
 import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
 import { authorizeCall, BadRequest, CallParts, failureStatus, undecodable } from './server';
 import { invalidArgument } from './status';
@@ -50,19 +50,12 @@ function sourceOf(op: OperationMsg): GetSource {
   return s;
 }
 
-function withVersion(r: ResultMsg, v: Version): ResultMsg {
-  r.timestamp = v.timestamp;
-  r.tick = v.tick;
-  r.node = v.node;
-  return r;
-}
-
 function recordResult(id: number, r: StoredRecord | null): ResultMsg {
   const res = newResult(id);
   if (r === null) return res;
   res.kind = r.kind === 'deleted' ? 2 : 1;
   if (r.kind === 'found') res.value = r.value;
-  return withVersion(res, r.version);
+  return setVersion(res, r.version);
 }
 
 function statesResult(id: number, answers: ExistAnswer[]): ResultMsg {
@@ -80,7 +73,7 @@ function failedResult(parts: OperationsParts, id: number, err: unknown): ResultM
   r.details = status.details ?? '';
   // The damaged record's version travels with a corruption: the coordinator
   // may pass over it when another replica holds something newer.
-  if (isOysterError(err, 'Corruption') && err.version) withVersion(r, err.version);
+  if (isOysterError(err, 'Corruption') && err.version) setVersion(r, err.version);
   return r;
 }
 

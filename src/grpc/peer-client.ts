@@ -22,7 +22,7 @@ import {
 } from './proto';
 import { fromStatus } from './status';
 import { OperationStream } from './operation-stream';
-import { decodeResultBatch, encodeOperationBatch, newOperation } from './operation-codec';
+import { decodeResultBatch, encodeOperationBatch, newOperation, setVersion } from './operation-codec';
 import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
@@ -173,7 +173,7 @@ export class PeerClient implements NodeApi {
   }
 
   put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
-    const op = withVersion(newOperation(OperationKind.PUT, [key]), version);
+    const op = setVersion(newOperation(OperationKind.PUT, [key]), version);
     op.value = value;
     op.remote_nodes = remoteNodes;
     return this.operate('put', op, value.length).then((r) => {
@@ -235,7 +235,7 @@ export class PeerClient implements NodeApi {
   }
 
   delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void> {
-    const op = withVersion(newOperation(OperationKind.DELETE, [key]), version);
+    const op = setVersion(newOperation(OperationKind.DELETE, [key]), version);
     op.is_alien = options.isAlien;
     op.force_alien_nodes = options.forceAlienNodes;
     return this.operate('delete', op, 0).then((r) => {
@@ -305,13 +305,6 @@ export class PeerClient implements NodeApi {
       this.options.observe?.('readfile', failure, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
-}
-
-function withVersion(op: OperationMsg, v: Version): OperationMsg {
-  op.timestamp = v.timestamp;
-  op.tick = v.tick;
-  op.node = v.node;
-  return op;
 }
 
 /** The version a result carries; null when out of range. */
