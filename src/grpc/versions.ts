@@ -16,24 +16,19 @@ export function versionMeta(v: Version, deleted = false): BlobMetaMsg {
   return { timestamp: String(v.timestamp), oyster_tick: String(v.tick), oyster_node: v.node, oyster_deleted: deleted };
 }
 
-/** Parses a decimal u64 field within 0..max; null when it is not one. */
+/** A u64 field within 0..max — a number as decoded, or a decimal string (absent: 0); null when it is not one. */
 export function u64Field(value: string | number | undefined | null, max: number): number | null {
-  const text = String(value ?? '0');
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 && value <= max ? value : null;
+  const text = value ?? '0';
   if (!/^\d{1,20}$/.test(text)) return null;
   const n = Number(text);
   return Number.isSafeInteger(n) && n <= max ? n : null;
 }
 
-/** A u64 field (a number as decoded, or a decimal string) within 0..max; null when it is not one. */
-function u64Of(value: string | number | undefined | null, max: number): number | null {
-  if (typeof value !== 'number') return u64Field(value, max);
-  return Number.isSafeInteger(value) && value >= 0 && value <= max ? value : null;
-}
-
 /** The version of these fields; null when they are out of range. */
 export function fieldsVersion(timestamp: string | number | undefined, tick: string | number | undefined, node: number | undefined): Version | null {
-  const ts = u64Of(timestamp ?? 0, Number.MAX_SAFE_INTEGER);
-  const t = u64Of(tick ?? 0, MAX_TICK);
+  const ts = u64Field(timestamp, Number.MAX_SAFE_INTEGER);
+  const t = u64Field(tick, MAX_TICK);
   const n = Number(node ?? 0);
   if (ts === null || t === null || !Number.isInteger(n) || n < 0 || n > MAX_NODE_ID) return null;
   return { timestamp: ts, tick: t, node: n };
