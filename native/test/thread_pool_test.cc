@@ -9,6 +9,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include "test/test_util.h"
 #include "test/testharness.h"
 
@@ -174,5 +178,29 @@ TEST(ThreadPool, SpinsOnlyWhileSpinningFindsTasks) {
   ASSERT_TRUE(test::Eventually([&] { return done.load() == kSparse + dense; }));
   ASSERT_GT(pool.spins() - sparse, 100u) << "spins among " << dense << " dense tasks";
 }
+
+#if defined(__linux__)
+// Engine threads must not preempt the event loop that wakes them (see the
+// class comment): each runs under SCHED_BATCH.
+TEST(ThreadPool, ThreadsYieldToTheEventLoop) {
+  ThreadPool pool(3);
+  std::mutex mu;
+  std::set<int> policies;
+  std::atomic<int> done{0};
+  for (int i = 0; i < 64; i++) {
+    pool.Schedule([&] {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        policies.insert(sched_getscheduler(0));
+      }
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(test::Eventually([&] { return done.load() == 64; }));
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_EQ(policies.size(), 1u);
+  ASSERT_EQ(*policies.begin(), SCHED_BATCH);
+}
+#endif
 
 }  // namespace oyster

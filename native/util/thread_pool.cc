@@ -2,6 +2,11 @@
 
 #include <algorithm>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -71,6 +76,10 @@ void ThreadPool::Schedule(std::function<void()> task) {
 }
 
 void ThreadPool::Run() {
+#if defined(__linux__)
+  sched_param batch{};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+#endif
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     if (!tasks_.empty()) {
