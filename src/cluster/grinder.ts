@@ -128,15 +128,20 @@ export class Grinder implements DataApi {
       const writes = targets.map((n) => ({ node: n, done: this.node(n).put(key, version, value, []) }));
       let pending = writes.length;
       await new Promise<void>((resolve) => {
+        const settled = () => {
+          if (--pending === 0 || acked >= quorum) resolve();
+        };
         for (const w of writes) {
-          w.done
-            .then(
-              () => (acked += this.topology.replicasOn(vdisk, w.node).length),
-              (err: Error) => onFailure(w.node, err),
-            )
-            .finally(() => {
-              if (--pending === 0 || acked >= quorum) resolve();
-            });
+          w.done.then(
+            () => {
+              acked += this.topology.replicasOn(vdisk, w.node).length;
+              settled();
+            },
+            (err: Error) => {
+              onFailure(w.node, err);
+              settled();
+            },
+          );
         }
       });
       if (pending > 0) running = Promise.allSettled(writes.map((w) => w.done));
