@@ -18,7 +18,12 @@ function has(tool: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
 }
 
-/** The system calls a unit's SystemCallFilter= lines allow (allow lists, then ~deny lists), groups expanded by systemd-analyze. */
+/**
+ * The system calls a unit's SystemCallFilter= lines allow, groups expanded by
+ * systemd-analyze. As systemd applies them: the first line sets the kind of
+ * filter (an allow list here), each later line adds what it lists, or with
+ * "~" takes it away, in order.
+ */
 function unitSyscallFilter(lines: string[]): Set<string> {
   const groups = new Map<string, Set<string>>();
   const expand = (name: string): Set<string> => {
@@ -34,8 +39,16 @@ function unitSyscallFilter(lines: string[]): Set<string> {
     return set;
   };
   const allowed = new Set<string>();
-  for (const line of lines.filter((l) => !l.startsWith('~'))) for (const item of line.split(/\s+/)) for (const n of expand(item)) allowed.add(n);
-  for (const line of lines.filter((l) => l.startsWith('~'))) for (const item of line.slice(1).split(/\s+/)) for (const n of expand(item)) allowed.delete(n);
+  if (lines[0]?.startsWith('~')) throw new Error('the unit filters with a deny list first; this check expects an allow list');
+  for (const line of lines) {
+    const deny = line.startsWith('~');
+    for (const item of (deny ? line.slice(1) : line).split(/\s+/).filter(Boolean)) {
+      for (const n of expand(item)) {
+        if (deny) allowed.delete(n);
+        else allowed.add(n);
+      }
+    }
+  }
   return allowed;
 }
 
