@@ -77,8 +77,10 @@ void ThreadPool::Schedule(std::function<void()> task) {
 
 void ThreadPool::Run() {
 #if defined(__linux__)
+  // Best effort (see the class comment): where a seccomp filter refuses it,
+  // the thread keeps the default policy and the pool works as before.
   sched_param batch{};
-  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+  (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
 #endif
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
