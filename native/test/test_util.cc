@@ -210,6 +210,25 @@ void Latch::Wait() {
   cv_.wait(l, [this] { return count_ == 0; });
 }
 
+void CountingExecutor::Schedule(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    unfinished_++;
+  }
+  target_->Schedule([this, task = std::move(task)]() mutable {
+    task();
+    // Whatever the task captured goes before it counts as returned.
+    task = nullptr;
+    std::lock_guard<std::mutex> l(mu_);
+    if (--unfinished_ == 0) idle_cv_.notify_all();
+  });
+}
+
+bool CountingExecutor::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> l(mu_);
+  return idle_cv_.wait_until(l, deadline, [this] { return unfinished_ == 0; });
+}
+
 void GatedExecutor::Schedule(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -222,8 +241,11 @@ void GatedExecutor::Schedule(std::function<void()> task) {
 }
 
 void GatedExecutor::Close() {
-  std::lock_guard<std::mutex> l(mu_);
-  open_ = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = false;
+  }
+  target_->WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(30));
 }
 
 void GatedExecutor::Open() {
@@ -406,7 +428,7 @@ EngineOptions TestOptions() {
 }
 
 TestEngine::TestEngine(std::string dir, int threads)
-    : options(TestOptions()), dir_(std::move(dir)), pool_(new ThreadPool(threads)) {}
+    : options(TestOptions()), dir_(std::move(dir)), pool_(new ThreadPool(threads)), tasks_(pool_.get()) {}
 
 TestEngine::~TestEngine() {
   // A test that failed half-way may leave the engine open: drop it as a
@@ -415,7 +437,7 @@ TestEngine::~TestEngine() {
 }
 
 GatedExecutor* TestEngine::gate() {
-  if (!gate_) gate_.reset(new GatedExecutor(pool_.get()));
+  if (!gate_) gate_.reset(new GatedExecutor(&tasks_));
   options.executor = gate_.get();
   return gate_.get();
 }
@@ -431,11 +453,13 @@ bool TestEngine::Drop() {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return true;
+  // The task that let the last reference go may still be in the engine's
+  // destructor, holding the directory's lock.
+  return tasks_.WaitIdle(deadline);
 }
 
 Status TestEngine::Open() {
-  if (options.executor == nullptr) options.executor = pool_.get();
+  if (options.executor == nullptr) options.executor = &tasks_;
   if (!Drop()) return Status::Busy("the previous engine is still referenced");
   return Engine::Open(options, dir_, &engine_, &report_);
 }

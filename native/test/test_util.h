@@ -6,6 +6,7 @@
 #ifndef OYSTER_TEST_TEST_UTIL_H_
 #define OYSTER_TEST_TEST_UTIL_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -116,15 +117,40 @@ class Latch {
 // Holds every task scheduled while closed; Open() hands them (and all later
 // ones) to `target`. Lets a test queue writes before the writer may run, so
 // that batches are deterministic.
-class GatedExecutor final : public Executor {
+// Passes tasks on to `target` and counts those that have not returned yet.
+// An engine whose last reference a task held is destroyed (its directory
+// unlocked) only as that task returns, after the engine's weak pointers have
+// expired: waiting for the count to reach zero waits for that too.
+class CountingExecutor final : public Executor {
  public:
-  explicit GatedExecutor(Executor* target) : target_(target) {}
+  explicit CountingExecutor(Executor* target) : target_(target) {}
   void Schedule(std::function<void()> task) override;
-  void Close();
-  void Open();
+  // Returns once no task passed on is queued or running; false if some
+  // still is at `deadline`.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
  private:
   Executor* const target_;
+  std::mutex mu_;
+  std::condition_variable idle_cv_;
+  uint64_t unfinished_ = 0;  // guarded by mu_
+};
+
+// Holds the tasks scheduled while it is closed, so that a test can queue
+// several writes before the engine's writer sees any of them.
+class GatedExecutor final : public Executor {
+ public:
+  explicit GatedExecutor(CountingExecutor* target) : target_(target) {}
+  void Schedule(std::function<void()> task) override;
+  // Holds tasks from now on. Returns once the tasks passed on before have
+  // returned (a writer still running would take the next writes at once),
+  // or after 30 s.
+  void Close();
+  // Passes the held tasks on, and later ones at once.
+  void Open();
+
+ private:
+  CountingExecutor* const target_;
   std::mutex mu_;
   bool open_ = true;
   std::vector<std::function<void()>> held_;
@@ -262,16 +288,16 @@ class TestEngine {
   Engine* operator->() const { return engine_.get(); }
   const RecoveryReport& report() const { return report_; }
   const std::string& dir() const { return dir_; }
-  ThreadPool* pool() const { return pool_.get(); }
 
  private:
-  // Drops the engine and waits until no task refers to it any more; false
-  // if that takes unreasonably long.
+  // Drops the engine and waits until it is destroyed and none of its tasks
+  // runs any more; false if that takes unreasonably long.
   bool Drop();
 
   const std::string dir_;
   std::unique_ptr<ThreadPool> pool_;  // outlives the engine
-  std::unique_ptr<GatedExecutor> gate_;
+  CountingExecutor tasks_;  // in front of the pool
+  std::unique_ptr<GatedExecutor> gate_;  // in front of tasks_
   std::shared_ptr<Engine> engine_;
   RecoveryReport report_;
 };
