@@ -138,6 +138,18 @@ void Blob::SetDeadTombstones(uint64_t records, uint64_t bytes) {
   dead_tombstone_bytes_.store(bytes, std::memory_order_relaxed);
 }
 
+void Blob::AddLiveTombstone() { live_tombstones_.fetch_add(1, std::memory_order_relaxed); }
+
+void Blob::RemoveLiveTombstone() {
+  // At 0 only when the count is off already (counters start from nothing
+  // at open): stays at 0, the next recount sets it.
+  uint64_t n = live_tombstones_.load(std::memory_order_relaxed);
+  while (n > 0 && !live_tombstones_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+  }
+}
+
+void Blob::SetLiveTombstones(uint64_t records) { live_tombstones_.store(records, std::memory_order_relaxed); }
+
 uint64_t Blob::RecordBytes(const IndexEntry& e) const {
   return RecordSize(format_, key_size_, static_cast<uint8_t>(e.flags), e.value_size);
 }

@@ -151,6 +151,17 @@ class Blob {
   uint64_t dead_tombstones() const { return dead_tombstones_.load(std::memory_order_relaxed); }
   uint64_t dead_tombstone_bytes() const { return dead_tombstone_bytes_.load(std::memory_order_relaxed); }
   void SetDeadTombstones(uint64_t records, uint64_t bytes);
+  // Live tombstones: records of this blob that are the newest of their key
+  // across the vdisk and are tombstones. Every key of the vdisk has exactly
+  // one record that is not garbage, so records() - garbage_records() -
+  // live_tombstones(), summed over the vdisk's blobs, is the number of keys
+  // whose newest record is a value. Kept as garbage is (GarbageLedger, a
+  // recount, a compaction for the blob it writes), and as inexact in the
+  // same cases; a removal from a blob at 0 is lost rather than wrapping.
+  uint64_t live_tombstones() const { return live_tombstones_.load(std::memory_order_relaxed); }
+  void AddLiveTombstone();
+  void RemoveLiveTombstone();
+  void SetLiveTombstones(uint64_t records);
   // The bytes a record of this blob with entry `e` takes.
   uint64_t RecordBytes(const IndexEntry& e) const;
 
@@ -174,6 +185,7 @@ class Blob {
   std::atomic<uint64_t> garbage_bytes_{0};
   std::atomic<uint64_t> dead_tombstones_{0};
   std::atomic<uint64_t> dead_tombstone_bytes_{0};
+  std::atomic<uint64_t> live_tombstones_{0};
 
   std::mutex streams_mu_;  // guards the two below, and claims against them
   int open_streams_ = 0;

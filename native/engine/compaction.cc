@@ -183,6 +183,8 @@ Status Compaction::Copy(const IndexEntry& e) {
   moved.offset = at;
   index_.Insert(key, KeyHash64(key, key_size_), moved);
   max_stamp_ = std::max(max_stamp_, e.version.stamp);
+  // Kept only as the newest record of its key: a tombstone is a live one.
+  if (e.tombstone()) kept_tombstones_++;
   stats_.kept_records++;
   return Status::OK();
 }
@@ -270,8 +272,13 @@ Status Compaction::InstallLocked() {
   // On failure the old blob stays in service from its open file: it holds
   // every record the new one does, and the next open serves the new one.
   if (!s.ok()) return s;
-  engine_->ReplaceBlob(source_, std::make_shared<Blob>(source_->id(), kBlobFormatVersion, std::move(blob_file),
-                                                       out_size_, std::move(reader)));
+  // Nothing it holds is garbage yet (a record superseded since it was
+  // copied is counted against the old blob: the next recount sets that
+  // right), and every tombstone it holds is a live one.
+  auto blob = std::make_shared<Blob>(source_->id(), kBlobFormatVersion, std::move(blob_file), out_size_,
+                                     std::move(reader));
+  blob->SetLiveTombstones(kept_tombstones_);
+  engine_->ReplaceBlob(source_, std::move(blob));
   stats_.new_size = out_size_;
   return Status::OK();
 }

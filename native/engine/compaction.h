@@ -115,6 +115,7 @@ class Compaction {
   uint64_t out_size_ = 0;   // of the new blob, buffered bytes included
   ActiveIndex index_;       // of the new blob
   uint64_t max_stamp_ = 0;
+  uint64_t kept_tombstones_ = 0;  // copied into the new blob: its live tombstones
   bool created_ = false;
   CompactionStats stats_;
 };

@@ -1071,15 +1071,20 @@ EngineStats Engine::Stats() const {
     bs.garbage_bytes = b->garbage_bytes();
     bs.dead_tombstones = b->dead_tombstones();
     bs.dead_tombstone_bytes = b->dead_tombstone_bytes();
+    bs.live_tombstones = b->live_tombstones();
     st.garbage_records += bs.garbage_records;
     st.garbage_bytes += bs.garbage_bytes;
     st.dead_tombstones += bs.dead_tombstones;
     st.dead_tombstone_bytes += bs.dead_tombstone_bytes;
+    st.live_tombstones += bs.live_tombstones;
     st.blob_stats.push_back(bs);
     const Version v = b->max_version();
     if (CompareVersions(v, st.max_version) > 0) st.max_version = v;
     st.max_tick = std::max(st.max_tick, b->max_stamp() >> kStampNodeBits);
   }
+  // Below 0 only while the counters are off (a recount sets them right).
+  const uint64_t counted = st.garbage_records + st.live_tombstones;
+  st.live_keys = st.records > counted ? st.records - counted : 0;
   st.has_active_blob = has_active_.load();
   st.active_blob_id = st.has_active_blob ? active_id_.load() : 0;
   st.corrupt_reads = corrupt_reads_.load();

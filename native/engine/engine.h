@@ -103,6 +103,7 @@ struct BlobStats {
   uint64_t garbage_bytes = 0;
   uint64_t dead_tombstones = 0;       // Blob::dead_tombstones
   uint64_t dead_tombstone_bytes = 0;
+  uint64_t live_tombstones = 0;       // Blob::live_tombstones
 };
 
 struct EngineStats {
@@ -124,6 +125,12 @@ struct EngineStats {
   uint64_t garbage_records = 0;
   uint64_t dead_tombstone_bytes = 0;
   uint64_t dead_tombstones = 0;
+  uint64_t live_tombstones = 0;  // sum of the blobs' live tombstones
+  // records - garbage_records - live_tombstones (0 if below): this
+  // engine's share of the keys of its vdisk whose newest record is a value.
+  // Summed over the engines of an EngineSet, the number of those keys,
+  // exact when the blobs' counters are (Blob::live_tombstones).
+  uint64_t live_keys = 0;
   std::vector<BlobStats> blob_stats;  // newest blob first
 };
 

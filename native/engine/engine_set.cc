@@ -156,7 +156,7 @@ Status EngineSet::CountGarbage(const ScanOptions& options, const TombstonePolicy
                                GarbageSummary* summary) const {
   *summary = GarbageSummary();
   struct Live {
-    uint64_t records = 0, bytes = 0, dead_tombstones = 0, dead_tombstone_bytes = 0;
+    uint64_t records = 0, bytes = 0, tombstones = 0, dead_tombstones = 0, dead_tombstone_bytes = 0;
   };
   std::vector<Live> live;
   std::vector<uint32_t> all(size_t{1} << kMaxDigestBits);
@@ -177,6 +177,7 @@ Status EngineSet::CountGarbage(const ScanOptions& options, const TombstonePolicy
       summary->keys++;
       if (!e.tombstone()) continue;
       summary->tombstones++;
+      l.tombstones++;
       if ((*slice.copies)[i] == 1 && tombstones.Expired(e.version)) {
         l.dead_tombstones++;
         l.dead_tombstone_bytes += bytes;
@@ -196,6 +197,7 @@ Status EngineSet::CountGarbage(const ScanOptions& options, const TombstonePolicy
     const uint64_t garbage_bytes = payload > l.bytes ? payload - l.bytes : 0;
     blob.SetGarbage(garbage_records, garbage_bytes);
     blob.SetDeadTombstones(l.dead_tombstones, l.dead_tombstone_bytes);
+    blob.SetLiveTombstones(l.tombstones);
     summary->garbage_records += garbage_records;
     summary->garbage_bytes += garbage_bytes;
     summary->dead_tombstones += l.dead_tombstones;

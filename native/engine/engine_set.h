@@ -122,9 +122,11 @@ class EngineSet {
 
   // Counts anew, for every blob of the set, the records a read no longer
   // returns (Blob::SetGarbage: every record but the newest of its key across
-  // the set, and the bytes besides those of the newest records) and its dead
-  // tombstones (Blob::SetDeadTombstones: newest records that are tombstones
-  // with no other record of their key in the set, expired by `tombstones`).
+  // the set, and the bytes besides those of the newest records), its live
+  // tombstones (Blob::SetLiveTombstones: newest records that are
+  // tombstones) and its dead tombstones (Blob::SetDeadTombstones: live
+  // tombstones with no other record of their key in the set, expired by
+  // `tombstones`).
   // Costs as Digest. Records written during the count may be counted wrong
   // until the next count. Closed if an engine is. Between counts the
   // engines' GarbageLedger keeps the garbage counters up to date.

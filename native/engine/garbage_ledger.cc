@@ -106,7 +106,8 @@ void GarbageLedger::Account(const Batch& batch) {
     const ActiveIndex::Displaced& displaced = batch.displaced[r];
     if (displaced.any && displaced.entry.offset == record.entry.offset) {
       // It lost to its key's entry in its own blob: superseded on arrival.
-      // Nothing else changes: no lookup ever returns it.
+      // Nothing else changes (the key's newest record stays what it was):
+      // no lookup ever returns it.
       CountGarbage(written);
       continue;
     }
@@ -144,8 +145,19 @@ void GarbageLedger::Account(const Batch& batch) {
         if (newest.blob == nullptr || Newer(other, newest)) newest = other;
       }
     }
-    if (failed || newest.blob == nullptr) continue;
-    CountGarbage(Newer(written, newest) ? newest : written);
+    if (failed) continue;
+    // The key's one record that is not garbage was `newest` (none: R is its
+    // first); it is now the newer of the two, whose blob counts it as a
+    // live tombstone if it is one.
+    if (newest.blob != nullptr && !Newer(written, newest)) {
+      CountGarbage(written);
+      continue;
+    }
+    if (newest.blob != nullptr) {
+      CountGarbage(newest);
+      if (newest.entry.tombstone()) newest.blob->RemoveLiveTombstone();
+    }
+    if (record.entry.tombstone()) batch.blob->AddLiveTombstone();
   }
   sets_.clear();
   // Forgotten before the next step begins: from then on its records count

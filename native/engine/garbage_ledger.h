@@ -1,11 +1,14 @@
 // GarbageLedger keeps the garbage counters of a vdisk's blobs
-// (Blob::garbage_records, garbage_bytes) up to date as writes arrive,
-// without scans: every record published is accounted against the newest
-// other record of its key across the vdisk, and of the two, the one reads no
-// longer return is counted in its blob. Before the record came, that newest
-// other record was the one record of the key not counted, so every record
-// is counted once: as it is superseded, or as it arrives if the vdisk holds
-// a newer record of its key already.
+// (Blob::garbage_records, garbage_bytes, live_tombstones) up to date as
+// writes arrive, without scans: every record published is accounted against
+// the newest other record of its key across the vdisk, and of the two, the
+// one reads no longer return is counted in its blob. Before the record
+// came, that newest other record was the one record of the key not counted,
+// so every record is counted once: as it is superseded, or as it arrives if
+// the vdisk holds a newer record of its key already. The one record of each
+// key not counted is its newest; where that is a tombstone, its blob counts
+// it among its live tombstones, from which the number of keys whose newest
+// record is a value follows (Blob::live_tombstones).
 //
 // The vdisk is the engines of an EngineSet: its constructor makes a ledger
 // over them and installs it in each (Engine::JoinLedger; the set built last
@@ -82,7 +85,9 @@ class GarbageLedger {
   //    CompareRecords, of the newest accounted entry of K in every blob of
   //    every engine (a full tie goes to the earlier engine, within an engine
   //    to the later blob, within a blob to the later record); the older of
-  //    R and that record is garbage.
+  //    R and that record is garbage. If R is the newer (or K has no other
+  //    record), R counts as a live tombstone in its blob if it is a
+  //    tombstone, and the other record no longer does in its own.
   // Nothing is counted for any record while an engine of the ledger is
   // closed, nor for a record whose lookup fails (a damaged index block):
   // accounting never fails a write. Engines destroyed are no longer part of

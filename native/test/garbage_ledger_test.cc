@@ -1,8 +1,10 @@
 // GarbageLedger: every write accounted against the older records of its key
 // across the vdisk as it arrives. Each case checks the counters written
-// down as writes come against what they must be, and against a recount
-// from scratch (EngineSet::CountGarbage); so do random writes, one after
-// the other and from several threads at once.
+// down as writes come (garbage and live tombstones) against what they must
+// be, and against a recount from scratch (EngineSet::CountGarbage); so do
+// random writes, one after the other and from several threads at once; and
+// the live keys that follow from them against a model of the writes, also
+// after a compaction and a restart.
 
 #include "engine/garbage_ledger.h"
 
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/compaction.h"
 #include "engine/engine_set.h"
 #include "engine/format.h"
 #include "test/test_util.h"
@@ -72,21 +75,81 @@ Garbage Total(Engine* engine) {
   return t;
 }
 
+// Live tombstones counted in every blob of `engine` (by blob id), once the
+// writes acknowledged are accounted.
+std::map<uint64_t, uint64_t> LiveTombstones(Engine* engine) {
+  engine->ledger()->WaitAccounted();
+  std::map<uint64_t, uint64_t> out;
+  for (const BlobStats& b : engine->Stats().blob_stats) out[b.id] = b.live_tombstones;
+  return out;
+}
+
+// Live tombstones counted in all blobs of `engine`.
+uint64_t LiveTombstonesIn(Engine* engine) {
+  engine->ledger()->WaitAccounted();
+  return engine->Stats().live_tombstones;
+}
+
+// The keys of the set whose newest record is a value, as its engines count
+// them once the writes acknowledged are accounted.
+uint64_t LiveKeys(const EngineSet& set) {
+  uint64_t n = 0;
+  for (const auto& e : set.engines()) {
+    e->ledger()->WaitAccounted();
+    n += e->Stats().live_keys;
+  }
+  return n;
+}
+
 // Fails unless the counters of every blob of the set's engines are what a
 // recount finds. The recount sets them (to the same values).
 void ExpectRecountAgrees(const EngineSet& set) {
   std::vector<std::map<uint64_t, Garbage>> before;
-  for (const auto& e : set.engines()) before.push_back(Counted(e.get()));
+  std::vector<std::map<uint64_t, uint64_t>> live_before;
+  for (const auto& e : set.engines()) {
+    before.push_back(Counted(e.get()));
+    live_before.push_back(LiveTombstones(e.get()));
+  }
   EngineSet::GarbageSummary summary;
   ASSERT_OK(set.CountGarbage(EngineSet::ScanOptions(), TombstonePolicy(), &summary));
+  uint64_t live_tombstones = 0;
   for (size_t i = 0; i < set.engines().size(); i++) {
     const std::map<uint64_t, Garbage> after = Counted(set.engines()[i].get());
     ASSERT_EQ(before[i].size(), after.size());
     for (const auto& [id, g] : after) {
       ASSERT_EQ(before[i][id], g) << "blob " << id << " of engine " << i << ": counted as writes came, recounted";
     }
+    for (const auto& [id, n] : LiveTombstones(set.engines()[i].get())) {
+      ASSERT_EQ(live_before[i][id], n) << "live tombstones of blob " << id << " of engine " << i
+                                       << ": counted as writes came, recounted";
+      live_tombstones += n;
+    }
   }
+  ASSERT_EQ(live_tombstones, summary.tombstones);
+  ASSERT_EQ(LiveKeys(set), summary.keys - summary.tombstones);
 }
+
+// The newest record of each key written, by CompareRecords: whether a key's
+// newest is a value does not depend on the order of the writes.
+class LiveModel {
+ public:
+  void Apply(const WriteOp& op) {
+    auto it = newest_.find(op.key);
+    if (it == newest_.end() || CompareRecords(op.version, op.tombstone, it->second.first, it->second.second) > 0) {
+      newest_[op.key] = {op.version, op.tombstone};
+    }
+  }
+  // Keys whose newest record is a value.
+  uint64_t Live() const {
+    uint64_t n = 0;
+    for (const auto& [key, newest] : newest_) n += newest.second ? 0 : 1;
+    return n;
+  }
+  uint64_t keys() const { return newest_.size(); }
+
+ private:
+  std::map<std::string, std::pair<Version, bool>> newest_;
+};
 
 // An EngineSet over one engine the TestEngine owns.
 EngineSet SetOf(TestEngine* db) { return EngineSet({std::shared_ptr<Engine>(std::shared_ptr<Engine>(), db->get())}); }
@@ -227,18 +290,35 @@ TEST(GarbageLedger, Tombstones) {
   EngineSet set = e.Set({0, 1});
   const std::string k = Key(1);
   ASSERT_OK(test::Put(e[1], k, 100, "value"));
+  ASSERT_EQ(LiveKeys(set), 1u);
   ASSERT_OK(test::Delete(e[0], k, 200));
   ASSERT_EQ(Total(e[1]), Of(1, Bytes(5)));
   ASSERT_EQ(Total(e[0]), Of(0, 0));
+  ASSERT_EQ(LiveTombstonesIn(e[0]), 1u);
+  ASSERT_EQ(LiveKeys(set), 0u);
   ASSERT_OK(test::Put(e[1], k, 200, "undo"));  // the delete stays
   ASSERT_EQ(Total(e[1]), Of(2, Bytes(5) + Bytes(4)));
+  ASSERT_EQ(LiveKeys(set), 0u);
   ASSERT_OK(test::Delete(e[1], k, 200));  // a full tie of tombstones
   ASSERT_EQ(Total(e[1]), Of(3, Bytes(5) + Bytes(4) + kTombstoneBytes));
   ASSERT_EQ(Total(e[0]), Of(0, 0));
+  ASSERT_EQ(LiveTombstonesIn(e[0]), 1u);  // the earlier engine's wins
+  ASSERT_EQ(LiveTombstonesIn(e[1]), 0u);
   ASSERT_OK(test::Put(e[0], k, 300, "back"));
   ASSERT_EQ(Total(e[0]), Of(1, kTombstoneBytes));
+  ASSERT_EQ(LiveTombstonesIn(e[0]), 0u);
+  ASSERT_EQ(LiveKeys(set), 1u);
   ASSERT_OK(test::Delete(e[1], Key(2), 100));  // deletes nothing
   ASSERT_EQ(Total(e[1]), Of(3, Bytes(5) + Bytes(4) + kTombstoneBytes));
+  ASSERT_EQ(LiveTombstonesIn(e[1]), 1u);
+  ASSERT_EQ(LiveKeys(set), 1u);
+  // Deleted twice in one blob: the later tombstone displaces the earlier,
+  // which stops being live there.
+  ASSERT_OK(test::Delete(e[1], Key(2), 110));
+  ASSERT_EQ(LiveTombstonesIn(e[1]), 1u);
+  ASSERT_OK(test::Delete(e[1], Key(2), 105));  // lost in its blob
+  ASSERT_EQ(LiveTombstonesIn(e[1]), 1u);
+  ASSERT_EQ(LiveKeys(set), 1u);
   ExpectRecountAgrees(set);
 }
 
@@ -380,6 +460,127 @@ TEST(GarbageLedger, ConcurrentWritesMatchARecount) {
   }
   for (std::thread& t : threads) t.join();
   ASSERT_EQ(failures.load(), 0);
+  ExpectRecountAgrees(set);
+}
+
+// Live keys (records - garbage - live tombstones, summed over the engines
+// of the set) against a model of the writes: random puts, overwrites and
+// deletes of a few hundred keys over three engines and many blobs, first
+// one after the other, then from several threads at once. Equal as the
+// writes are accounted, after a recount, after every closed blob was
+// compacted (tombstones past their grace dropped), and after a restart
+// once a recount ran (the counters start from nothing when engines open).
+TEST(GarbageLedger, LiveKeysMatchAModel) {
+  constexpr uint64_t kKeys = 300;
+  Engines e(3);
+  LiveModel model;
+  {
+    EngineSet set = e.Set({0, 1, 2});
+    std::mt19937_64 rng(test::RandomSeed());
+    auto pick = [&](uint64_t n) { return static_cast<uint64_t>(rng() % n); };
+    auto random_op = [&]() {
+      const std::string key = Key(pick(kKeys));
+      const Version v{1 + pick(20), pick(3) == 0 ? 0 : pick(3)};
+      if (pick(3) == 0) return WriteOp::Delete(key, v);
+      return WriteOp::Put(key, v, std::string(pick(200), 'v'));
+    };
+    for (int step = 0; step < 2000; step++) {
+      Engine* engine = e[pick(3)];
+      const uint64_t what = pick(100);
+      if (what < 2) {
+        ASSERT_OK(engine->CloseActiveBlob());
+      } else if (what < 5) {
+        const WriteOp op = WriteOp::Put(Key(pick(kKeys)), Version{1 + pick(20), pick(3)}, std::string(3000, 's'));
+        ASSERT_OK(test::StreamPut(engine, op.key, op.version, op.value, 1000));
+        model.Apply(op);
+      } else {
+        std::vector<WriteOp> ops;
+        const uint64_t n = pick(4) == 0 ? 1 + pick(8) : 1;
+        for (uint64_t i = 0; i < n; i++) ops.push_back(random_op());
+        for (const Status& st : test::WriteAll(engine, ops)) ASSERT_OK(st);
+        for (const WriteOp& op : ops) model.Apply(op);
+      }
+    }
+    ASSERT_GT(model.Live(), kKeys / 4);
+    ASSERT_LT(model.Live(), model.keys());
+    ASSERT_EQ(LiveKeys(set), model.Live());
+    ExpectRecountAgrees(set);
+    ASSERT_EQ(LiveKeys(set), model.Live());
+
+    // Concurrent writers, of the same keys into different engines.
+    constexpr int kThreads = 4;
+    std::vector<std::vector<WriteOp>> written(kThreads);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 trng(test::RandomSeed() + 1 + t);
+        auto tpick = [&](uint64_t n) { return static_cast<uint64_t>(trng() % n); };
+        for (int step = 0; step < 500; step++) {
+          Engine* engine = e[tpick(3)];
+          const uint64_t what = tpick(100);
+          if (what < 2) {
+            if (!engine->CloseActiveBlob().ok()) failures++;
+            continue;
+          }
+          std::vector<WriteOp> ops;
+          for (uint64_t i = 0, n = 1 + tpick(3); i < n; i++) {
+            const std::string key = Key(tpick(kKeys));
+            const Version v{1 + tpick(30), tpick(2)};
+            ops.push_back(tpick(3) == 0 ? WriteOp::Delete(key, v) : WriteOp::Put(key, v, std::string(tpick(100), 'c')));
+          }
+          for (const Status& st : test::WriteAll(engine, ops)) {
+            if (!st.ok()) failures++;
+          }
+          written[t].insert(written[t].end(), ops.begin(), ops.end());
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    ASSERT_EQ(failures.load(), 0);
+    for (const std::vector<WriteOp>& ops : written) {
+      for (const WriteOp& op : ops) model.Apply(op);
+    }
+    ASSERT_EQ(LiveKeys(set), model.Live());
+    ExpectRecountAgrees(set);
+
+    // Every blob closed and compacted, tombstones dropped where nothing is
+    // left for them to hide (as those of keys never written are).
+    for (uint64_t i = 0; i < 20; i++) {
+      const WriteOp op = WriteOp::Delete(Key(10000 + i), Version{1 + i, 0});
+      ASSERT_OK(test::Delete(e[i % 3], op.key, op.version));
+      model.Apply(op);
+    }
+    ASSERT_EQ(LiveKeys(set), model.Live());
+    CompactionOptions options;
+    options.tombstones.grace_seconds = 0;
+    uint64_t dropped_tombstones = 0;
+    for (size_t i = 0; i < 3; i++) {
+      ASSERT_OK(e[i]->CloseActiveBlob());
+      ASSERT_TRUE(test::Eventually([&] { return e[i]->Stats().blobs_in_memory == 0; }));
+      for (const BlobStats& b : e[i]->Stats().blob_stats) {
+        std::unique_ptr<Compaction> c;
+        ASSERT_OK(Compaction::Begin(set, set.engines()[i], b.id, options, &c));
+        bool done = false;
+        while (!done) ASSERT_OK(c->Step(64 << 10, &done));
+        ASSERT_OK(c->Install());
+        dropped_tombstones += c->stats().dropped_tombstones;
+      }
+    }
+    ASSERT_GT(dropped_tombstones, 0u);
+    ASSERT_EQ(LiveKeys(set), model.Live());
+    ExpectRecountAgrees(set);
+  }
+
+  // Restarted: the counters start from nothing; a recount sets them.
+  for (size_t i = 0; i < 3; i++) ASSERT_OK(e.db(i)->Reopen());
+  EngineSet set = e.Set({0, 1, 2});
+  EngineSet::GarbageSummary summary;
+  ASSERT_OK(set.CountGarbage(EngineSet::ScanOptions(), TombstonePolicy(), &summary));
+  ASSERT_EQ(LiveKeys(set), model.Live());
+  ASSERT_OK(test::Delete(e[0], Key(kKeys), Version{100, 0}));
+  ASSERT_OK(test::Put(e[1], Key(kKeys + 1), Version{100, 0}, "new"));
+  ASSERT_EQ(LiveKeys(set), model.Live() + 1);
   ExpectRecountAgrees(set);
 }
 
