@@ -801,6 +801,8 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
   SetU64(o, "garbageBytes", st.garbage_bytes);
   SetU64(o, "deadTombstones", st.dead_tombstones);
   SetU64(o, "deadTombstoneBytes", st.dead_tombstone_bytes);
+  SetU64(o, "liveTombstones", st.live_tombstones);
+  SetU64(o, "liveKeys", st.live_keys);
   Napi::Array blobs = Napi::Array::New(env, st.blob_stats.size());
   for (uint32_t i = 0; i < st.blob_stats.size(); i++) {
     const BlobStats& b = st.blob_stats[i];
@@ -813,6 +815,7 @@ Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) {
     SetU64(bo, "garbageBytes", b.garbage_bytes);
     SetU64(bo, "deadTombstones", b.dead_tombstones);
     SetU64(bo, "deadTombstoneBytes", b.dead_tombstone_bytes);
+    SetU64(bo, "liveTombstones", b.live_tombstones);
     blobs.Set(i, bo);
   }
   o.Set("blobStats", blobs);

@@ -1,5 +1,5 @@
 // Gauges read from the storage when Prometheus scrapes: blobs, records,
-// index and bloom filter memory, bytes used, quarantined blobs and disk
+// live keys, index and bloom filter memory, bytes used, quarantined blobs and disk
 // space per disk, and the alien records held per owner (waiting for
 // hand-off). One walk over the engines serves all of them. A disk that is
 // not serving has no series: its figures are unknown, not zero.
@@ -13,6 +13,7 @@ interface DiskFigures {
   alien: boolean;
   blobs: number;
   records: number;
+  liveKeys: number;
   partitions: number;
   indexMemory: number;
   filterMemory: number;
@@ -52,6 +53,8 @@ export function registerStorageGauges(registry: Registry, store: NodeStore): voi
     });
   perDisk('oyster_blobs', 'Blob files open', (d) => d.blobs);
   perDisk('oyster_records', 'Records stored (versions and tombstones included)', (d) => d.records);
+  // Exact once the disk's compactor counted the garbage of its vdisks after they opened (docs/OPERATIONS.md).
+  perDisk('oyster_live_keys', 'Keys whose newest record is a value (for the alien directory, summed over owners)', (d) => d.liveKeys);
   perDisk('oyster_partitions', 'Partitions open', (d) => d.partitions);
   perDisk('oyster_index_memory_bytes', 'RAM held by in-memory indexes and index fences', (d) => d.indexMemory);
   perDisk('oyster_bloom_filter_memory_bytes', 'RAM held by bloom filters of closed blobs', (d) => d.filterMemory);
@@ -87,7 +90,7 @@ async function gather(store: NodeStore): Promise<Figures> {
   const aliens = new Map<string, number>();
   for (const c of [...store.disks, store.alien]) {
     if (!c.isReady) continue;
-    const d: DiskFigures = { disk: c.name, alien: c.alien, blobs: 0, records: 0, partitions: 0, indexMemory: 0, filterMemory: 0, usedBytes: 0, corruptedBlobs: 0 };
+    const d: DiskFigures = { disk: c.name, alien: c.alien, blobs: 0, records: 0, liveKeys: 0, partitions: 0, indexMemory: 0, filterMemory: 0, usedBytes: 0, corruptedBlobs: 0 };
     disks.push(d);
     const vdisks = c.alien ? c.vdisks.aliens() : c.vdisks.all().map((vdisk) => ({ owner: '', vdisk }));
     for (const { owner, vdisk } of vdisks) {
@@ -96,6 +99,8 @@ async function gather(store: NodeStore): Promise<Figures> {
         if (!st) continue;
         d.blobs += st.blobs;
         d.records += st.records;
+        // Each partition's share of its vdisk's live keys: the sum is the vdisk's.
+        d.liveKeys += st.liveKeys;
         d.partitions++;
         d.indexMemory += st.indexMemory;
         d.filterMemory += st.filterMemory;

@@ -54,6 +54,14 @@ export interface NativeStats {
   garbageBytes: number;
   deadTombstones: number;
   deadTombstoneBytes: number;
+  /** Sum of the blobs' live tombstones (newest records of their key that are tombstones). */
+  liveTombstones: number;
+  /**
+   * records - garbageRecords - liveTombstones: summed over a vdisk's
+   * partitions, its keys whose newest record is a value (exact once a
+   * garbage count ran since the partitions opened; native/engine/blob.h).
+   */
+  liveKeys: number;
   /** Newest blob first. */
   blobStats: NativeBlobStats[];
 }
@@ -70,6 +78,8 @@ export interface NativeBlobStats {
   /** Tombstones a compaction would drop (as of the last garbage count). */
   deadTombstones: number;
   deadTombstoneBytes: number;
+  /** Records that are the newest of their key across the vdisk and are tombstones. */
+  liveTombstones: number;
 }
 
 /** Where a compaction stands (native/engine/compaction.h CompactionStats). */

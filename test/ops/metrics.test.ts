@@ -142,7 +142,14 @@ t.test('metrics of a running node', async (t) => {
       t.equal(sample(after, 'oyster_corrupted_blobs', { disk, alien: 'false' }), 0, `${disk}: no quarantined blobs`);
       t.equal(sample(after, 'oyster_disk_ready', { disk, alien: 'false' }), 1, `${disk} is ready`);
       t.equal(sample(before, 'oyster_records', { disk }), 0, `${disk} had no records before`);
+      t.ok(has(before, 'oyster_live_keys', { disk, alien: 'false' }) && sample(before, 'oyster_live_keys', { disk }) === 0, `${disk} had a live keys series at 0 before`);
     }
+    // Keys whose newest record is a value: vdisks 0 and 2 (even keys) on
+    // disk1, 1 and 3 on disk2; 15 and 102 deleted.
+    t.equal(sample(after, 'oyster_live_keys', { disk: 'disk1', alien: 'false' }), 8 + 2, 'disk1: live keys 0, 2, ..., 14, 100, 200');
+    t.equal(sample(after, 'oyster_live_keys', { disk: 'disk2', alien: 'false' }), 7 + 1, 'disk2: live keys 1, 3, ..., 13, 101');
+    t.ok(sample(after, 'oyster_records', { disk: 'disk1', alien: 'false' }) > sample(after, 'oyster_live_keys', { disk: 'disk1', alien: 'false' }), 'records count the tombstone too');
+    t.ok(has(after, 'oyster_live_keys', { disk: 'disk1', alien: 'true' }), 'the alien directory has its live keys');
     t.equal(sample(after, 'oyster_disk_ready', { disk: 'disk1', alien: 'true' }), 1, 'the alien directory (on disk1) is ready');
     t.notOk(has(after, 'oyster_aliens_pending_records'), 'no aliens on a single node');
     t.ok(has(after, 'oyster_records', { disk: 'disk1', alien: 'true' }), 'the alien directory has its own series');
@@ -178,7 +185,7 @@ t.test('metrics of a running node', async (t) => {
     let m = await scrape(`${rest()}/metrics`);
     t.equal(sample(m, 'oyster_disk_ready', { disk: 'disk2', alien: 'false' }), 0, 'disk2 is not ready');
     t.equal(sample(m, 'oyster_disk_ready', { disk: 'disk1', alien: 'false' }), 1, 'disk1 still is');
-    for (const name of ['oyster_records', 'oyster_blobs', 'oyster_partitions', 'oyster_disk_used_bytes']) {
+    for (const name of ['oyster_records', 'oyster_live_keys', 'oyster_blobs', 'oyster_partitions', 'oyster_disk_used_bytes']) {
       t.notOk(has(m, name, { disk: 'disk2' }), `a stopped disk has no ${name} series (not a 0)`);
       t.ok(has(m, name, { disk: 'disk1', alien: 'false' }), `disk1 still has its ${name}`);
     }

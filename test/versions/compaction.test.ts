@@ -1,14 +1,16 @@
 // Compaction on a real node: what it gives back, that it fails no request
 // and serves no stale value while it runs, that a kill at any moment of it
 // loses and resurrects nothing, and that it refuses to make a full disk
-// fuller. Every key's expected state comes from a model of the
+// fuller; that the live keys the node exports stay right through it and a
+// restart. Every key's expected state comes from a model of the
 // acknowledged operations (./lib.ts KeyModel).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { Test } from 'tap';
-import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
+import YAML from 'yaml';
+import { ClusterFiles, OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { filesUnder, KeyModel, mountTmpfs, Rest, Rng, seedFromEnv, sleep, stored } from './lib';
 
@@ -54,6 +56,19 @@ async function writeAll(rest: Rest, node: OysterProcess, model: KeyModel[], ops:
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
+/** oyster_live_keys of the disk (not of the alien directory) in the node's /metrics; null without the series. */
+async function liveKeys(rest: Rest, node: OysterProcess, disk = 'd1', alien = false): Promise<number | null> {
+  const metrics = (await rest.request(node.url, 'GET', '/metrics')).body.toString();
+  const m = new RegExp(`^oyster_live_keys\\{disk="${disk}",alien="${alien}"\\} (\\d+)$`, 'm').exec(metrics);
+  return m ? Number(m[1]) : null;
+}
+
+/** Sets keys of the compaction section of the node's node.yaml (read at its next start). */
+function configureCompaction(files: ClusterFiles, name: string, compaction: Record<string, unknown>): void {
+  const doc = YAML.parse(fs.readFileSync(files.nodeYaml[name], 'utf8')) as Record<string, Record<string, unknown>>;
+  fs.writeFileSync(files.nodeYaml[name], YAML.stringify({ ...doc, compaction: { ...doc.compaction, ...compaction } }));
+}
+
 async function checkAll(t: Test, rest: Rest, node: OysterProcess, model: KeyModel[], what: string): Promise<void> {
   let bad = 0;
   for (let key = 0; key < model.length; key++) {
@@ -83,6 +98,9 @@ t.test('overwritten ten times, half deleted: compaction leaves at most 1.3x the 
   const live = (KEYS / 2) * VALUE;
   const before = stored(files.disks.n1.d1).bytes;
   t.ok(before > 8 * live, `before: ${before} bytes on disk for ${live} live bytes`);
+  // Counted as the writes came (no garbage count has run: compaction is not enabled).
+  t.equal(await liveKeys(rest, node), KEYS / 2, 'oyster_live_keys: the keys not deleted, as the writes came');
+  t.equal(await liveKeys(rest, node, 'd1', true), 0, 'and none in the alien directory');
 
   const answer = await rest.request(node.url, 'POST', '/vdisks/0/compact');
   t.equal(answer.status, 200, `POST /vdisks/0/compact: ${answer.body.toString().slice(0, 300)}`);
@@ -99,12 +117,25 @@ t.test('overwritten ten times, half deleted: compaction leaves at most 1.3x the 
   const metrics = (await rest.request(node.url, 'GET', '/metrics')).body.toString();
   t.match(metrics, /oyster_compaction_blobs_total\{disk="d1"\} [1-9]/, 'compacted blobs counted');
   t.match(metrics, /oyster_reclaimable_bytes\{disk="d1",vdisk="0"\} \d+/, 'reclaimable bytes per vdisk');
+  t.equal(await liveKeys(rest, node), KEYS / 2, 'oyster_live_keys after the compaction');
 
   t.equal(await node.stop(), 0, 'stopped');
   // The offline checker reads compacted blobs as any others.
   const check = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', '..', 'bin', 'oyster.js'), 'blob', 'check', files.disks.n1.d1], { encoding: 'utf8' });
   t.equal(check.status, 0, `oyster blob check: ${check.stdout.slice(-300)}${check.stderr.slice(-300)}`);
+  // Compaction enabled for the restart: its first garbage count, soon after
+  // the start, sets the counters (they start from nothing when partitions
+  // open), and nothing is written meanwhile.
+  configureCompaction(files, 'n1', { enabled: true, interval: '1h' });
   node = await startNode(files, 'n1');
+  const first = await liveKeys(rest, node);
+  t.ok(first !== null && first >= KEYS / 2, `right after the restart, before the count: ${first}, not below the keys not deleted`);
+  let counted = first;
+  for (const until = Date.now() + 30_000; counted !== KEYS / 2 && Date.now() < until; ) {
+    await sleep(200);
+    counted = await liveKeys(rest, node);
+  }
+  t.equal(counted, KEYS / 2, 'oyster_live_keys after the restart, once the garbage was counted');
   await checkAll(t, rest, node, model, 'after a restart');
 });
 
