@@ -1,7 +1,8 @@
 // Compactor: gives back the space of overwritten and deleted values on one
 // disk while it serves. Every `interval` it recounts each vdisk's garbage
 // and compacts the closed blobs whose reclaimable share reaches
-// `garbage_ratio`, those with the most to reclaim first, one blob at a time,
+// `garbage_ratio` (with compaction disabled, only when an operator asks),
+// those with the most to reclaim first, one blob at a time,
 // its disk I/O paced by `rate` (native/engine/compaction.h does the work:
 // reads and writes go on, a crash at any point loses nothing). A blob is
 // compacted only while the disk has room for what it keeps: compaction
@@ -101,8 +102,11 @@ export class Compactor {
 
   async start(): Promise<void> {
     await this.scrubber.start();
-    if (!this.o.config.enabled || this.timer) return;
+    if (this.timer) return;
     this.stopping = false;
+    // Disabled, it still counts the garbage of partitions opened from disk
+    // (once per set; writes keep the counts after): the metrics of
+    // reclaimable bytes and live keys rest on those counts.
     this.timer = setInterval(() => void this.trigger(), this.o.config.interval);
     this.timer.unref();
     // The first count soon after the disk opens, so that metrics show garbage from the start.
@@ -167,6 +171,7 @@ export class Compactor {
           await set.countGarbage(policy);
           this.counted.add(set);
         }
+        if (!asked && !this.o.config.enabled) continue;
         for (const c of await this.candidates(vdisk, asked ? 0 : this.o.config.garbageRatio)) {
           if (this.stopping) break;
           const id = `${c.partition.dir}/${c.blob.id}`;
