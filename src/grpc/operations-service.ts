@@ -8,7 +8,7 @@
 // the stream is not read.
 import * as grpc from '@grpc/grpc-js';
 import { isOysterError } from '../model/errors';
-import { mapAnswer, MaybePromise } from '../model/maybe-promise';
+import { MaybePromise } from '../model/maybe-promise';
 import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 import { StoredRecord, Version } from '../model/version';
 import { newResult, setVersion } from './operation-codec';
@@ -78,23 +78,37 @@ function failedResult(parts: OperationsParts, id: number, err: unknown): ResultM
 }
 
 /**
- * Runs one operation on this node's storage; its result, failures included:
- * at once when the storage answered at once (a read from memory).
+ * Runs one operation on this node's storage and hands its result, failures
+ * included, to `answer`: at once when the storage answered at once (a read
+ * from memory), otherwise in the one reaction to the storage's promise.
  */
-function run(parts: OperationsParts, op: OperationMsg): MaybePromise<ResultMsg> {
+function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg) => void): void {
   const { local, keySize } = parts;
   const id = op.id;
-  let answer: MaybePromise<ResultMsg>;
+  const failed = (err: unknown) => answer(failedResult(parts, id, err));
+  const done = () => answer(newResult(id));
+  const settle = <T>(v: MaybePromise<T>, result: (value: T) => ResultMsg) => {
+    if (!(v instanceof Promise)) return answer(result(v));
+    v.then((value) => {
+      let r: ResultMsg;
+      try {
+        r = result(value);
+      } catch (err) {
+        return failed(err);
+      }
+      answer(r);
+    }, failed);
+  };
   try {
     switch (op.kind) {
       case OperationKind.PUT:
-        answer = local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []).then(() => newResult(id));
+        local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []).then(done, failed);
         break;
       case OperationKind.GET:
-        answer = mapAnswer(local.get(oneKey(op, keySize), sourceOf(op)), (r) => recordResult(id, r));
+        settle(local.get(oneKey(op, keySize), sourceOf(op)), (r) => recordResult(id, r));
         break;
       case OperationKind.EXIST:
-        answer = mapAnswer(
+        settle(
           local.exist(
             op.keys.map((k) => checkedKey(k, keySize)),
             sourceOf(op),
@@ -103,17 +117,14 @@ function run(parts: OperationsParts, op: OperationMsg): MaybePromise<ResultMsg> 
         );
         break;
       case OperationKind.DELETE:
-        answer = local
-          .delete(oneKey(op, keySize), versionOf(op), { isAlien: op.is_alien ?? false, forceAlienNodes: op.force_alien_nodes ?? [] })
-          .then(() => newResult(id));
+        local.delete(oneKey(op, keySize), versionOf(op), { isAlien: op.is_alien ?? false, forceAlienNodes: op.force_alien_nodes ?? [] }).then(done, failed);
         break;
       default:
         throw new BadRequest(`unknown operation kind ${String(op.kind)}`);
     }
   } catch (err) {
-    return failedResult(parts, id, err);
+    failed(err);
   }
-  return answer instanceof Promise ? answer.then(undefined, (err: unknown) => failedResult(parts, id, err)) : answer;
 }
 
 /**
@@ -190,11 +201,7 @@ export class OperationsEndpoint {
       () => (allowed = true),
       (err: unknown) => finish(failureStatus(err, 'Operations', parts.log)),
     );
-    const runNow = (op: OperationMsg) => {
-      const r = run(parts, op);
-      if (r instanceof Promise) void r.then(answer);
-      else answer(r);
-    };
+    const runNow = (op: OperationMsg) => run(parts, op, answer);
     call.on('data', (batch: OperationBatchMsg) => {
       const malformed = undecodable(batch);
       if (malformed !== undefined) {

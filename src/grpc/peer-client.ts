@@ -64,6 +64,8 @@ type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb:
 
 const SOURCES: Record<GetSource, number> = { all: Source.ALL, normal: Source.NORMAL, alien: Source.ALIEN };
 
+const nothing = (): void => undefined;
+
 export class PeerClient implements NodeApi {
   private readonly client: grpc.Client & Record<string, Unary<unknown, unknown>>;
   // Oyster's Replicas service, on the same channel.
@@ -148,19 +150,20 @@ export class PeerClient implements NodeApi {
   }
 
   /**
-   * Runs a data operation on the stream. Resolves with its result, or with
-   * null when the peer does not serve the stream (a bob node: the caller
-   * makes the BobApi call instead); rejects with the operation's failure as
-   * the BobApi call would.
+   * Runs a data operation on the stream and resolves with its result as
+   * `decode` reads it, in one reaction to the stream's answer; when the peer
+   * does not serve the stream (a bob node), with what `bob` resolves with
+   * (the BobApi call instead). Rejects with the operation's failure as the
+   * BobApi call would.
    */
-  private operate(name: string, op: OperationMsg, bytes: number): Promise<ResultMsg | null> {
-    if (Date.now() < this.bobUntil) return Promise.resolve(null);
+  private operate<T>(name: string, op: OperationMsg, bytes: number, decode: (r: ResultMsg) => T, bob: () => Promise<T>): Promise<T> {
+    if (Date.now() < this.bobUntil) return bob();
     const started = performance.now();
-    const failed = (err: unknown): null => {
-      // The BobApi call the caller makes instead is observed as itself.
+    const failed = (err: unknown): Promise<T> => {
+      // The BobApi call made instead is observed as itself.
       if (isOysterError(err, 'Unsupported') && this.operations.unsupported) {
         this.bobUntil = Date.now() + UNSUPPORTED_MS;
-        return null;
+        return bob();
       }
       this.options.observe?.(name, err, (performance.now() - started) / 1000);
       throw err;
@@ -168,7 +171,7 @@ export class PeerClient implements NodeApi {
     return this.operations.send(op, bytes).then((r) => {
       if (r.code) return failed(resultError(r));
       this.options.observe?.(name, null, (performance.now() - started) / 1000);
-      return r;
+      return decode(r);
     }, failed);
   }
 
@@ -176,26 +179,30 @@ export class PeerClient implements NodeApi {
     const op = setVersion(newOperation(OperationKind.PUT, [key]), version);
     op.value = value;
     op.remote_nodes = remoteNodes;
-    return this.operate('put', op, value.length).then((r) => {
-      if (r) return;
-      return this.call<void>('Put', {
+    return this.operate('put', op, value.length, nothing, () =>
+      this.call<void>('Put', {
         key: { key },
         data: { data: value, meta: versionMeta(version) },
         options: { remote_nodes: remoteNodes, force_node: true, overwrite: false },
-      });
-    });
+      }),
+    );
   }
 
   get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
     const op = newOperation(OperationKind.GET, [key]);
     op.source = SOURCES[source];
-    return this.operate('get', op, 0).then((r) => {
-      if (!r) return this.bobGet(key, source);
-      if (!r.kind) return null;
-      const version = resultVersion(r);
-      if (version === null || (r.kind !== 1 && r.kind !== 2)) throw errors.failed(`peer ${this.name} answered Get with an unusable record`);
-      return r.kind === 2 ? { kind: 'deleted', version } : { kind: 'found', version, value: r.value ?? Buffer.alloc(0) };
-    });
+    return this.operate(
+      'get',
+      op,
+      0,
+      (r): StoredRecord | null => {
+        if (!r.kind) return null;
+        const version = resultVersion(r);
+        if (version === null || (r.kind !== 1 && r.kind !== 2)) throw errors.failed(`peer ${this.name} answered Get with an unusable record`);
+        return r.kind === 2 ? { kind: 'deleted', version } : { kind: 'found', version, value: r.value ?? Buffer.alloc(0) };
+      },
+      () => this.bobGet(key, source),
+    );
   }
 
   private async bobGet(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
@@ -215,12 +222,17 @@ export class PeerClient implements NodeApi {
   exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
     const op = newOperation(OperationKind.EXIST, keys);
     op.source = SOURCES[source];
-    return this.operate('exist', op, 0).then((r) => {
-      if (!r) return this.bobExist(keys, source);
-      const states = decodeStates(r.states, keys.length);
-      if (!states) throw errors.failed(`peer ${this.name} answered Exist with malformed states`);
-      return states;
-    });
+    return this.operate(
+      'exist',
+      op,
+      0,
+      (r) => {
+        const states = decodeStates(r.states, keys.length);
+        if (!states) throw errors.failed(`peer ${this.name} answered Exist with malformed states`);
+        return states;
+      },
+      () => this.bobExist(keys, source),
+    );
   }
 
   private async bobExist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
@@ -238,14 +250,13 @@ export class PeerClient implements NodeApi {
     const op = setVersion(newOperation(OperationKind.DELETE, [key]), version);
     op.is_alien = options.isAlien;
     op.force_alien_nodes = options.forceAlienNodes;
-    return this.operate('delete', op, 0).then((r) => {
-      if (r) return;
-      return this.call<void>('Delete', {
+    return this.operate('delete', op, 0, nothing, () =>
+      this.call<void>('Delete', {
         key: { key },
         meta: versionMeta(version),
         options: { force_alien_nodes: options.forceAlienNodes, force_node: true, is_alien: options.isAlien },
-      });
-    });
+      }),
+    );
   }
 
   /** Digests of the peer's replica of the vdisk (Replicas.Digest); Unsupported from a bob node. */
