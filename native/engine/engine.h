@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/blob.h"
+#include "engine/drop_behind.h"
 #include "engine/options.h"
 #include "engine/put_stream.h"
 #include "engine/value_reader.h"
@@ -306,6 +307,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::shared_ptr<Blob> active_;
   uint64_t next_blob_id_ = 1;
   std::atomic<uint64_t> dirty_bytes_{0};  // streams add theirs without the writer's lock
+  DropBehind drop_behind_;  // large values written, to leave the page cache once synced
   Status write_error_;  // non-OK: every later write fails with it
   bool closed_ = false;
   std::vector<char> header_buf_;

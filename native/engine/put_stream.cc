@@ -71,13 +71,25 @@ Status PutStream::Append(const IoSlice* pieces, int count) {
     return Status::InvalidArgument("more bytes than the " + std::to_string(value_size_) + " announced");
   }
   if (n == 0) return Status::OK();
-  Status s = blob_->file()->Write(offset_ + header_size_ + written_, pieces, count);
-  if (!s.ok()) {
-    AbortLocked();
-    return s;
+  const uint64_t at = offset_ + header_size_ + written_;
+  Status s = blob_->file()->Write(at, pieces, count);
+  if (s.ok()) {
+    for (int i = 0; i < count; i++) ChecksumLocked(pieces[i].data, pieces[i].size);
+    s = WrittenLocked(at, n, true, false);
   }
-  for (int i = 0; i < count; i++) ChecksumLocked(pieces[i].data, pieces[i].size);
-  return Status::OK();
+  if (!s.ok()) AbortLocked();
+  return s;
+}
+
+Status PutStream::WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync) {
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (engine == nullptr) return sync ? blob_->file()->Sync() : Status::OK();
+  if (value && DropBehind::Applies(value_size_)) engine->drop_behind_.Written(blob_->id(), at, n);
+  if (!engine->StreamWritten(*blob_, n) && !sync) return Status::OK();
+  const uint64_t mark = engine->drop_behind_.Mark();
+  Status s = blob_->file()->Sync();
+  if (s.ok()) engine->drop_behind_.Synced(blob_->id(), *blob_->file(), mark);
+  return s;
 }
 
 void PutStream::ChecksumLocked(const char* data, size_t n) {
@@ -124,9 +136,9 @@ Status PutStream::Finish() {
   bool removed = false;
   if (s.ok()) s = f->Removed(&removed);
   if (s.ok() && removed) s = Status::IOError("blob " + f->path() + " was removed while in use", ENOENT);
-  const uint64_t bytes = header_size_ + RecordBodySize(flags_, value_size_);
+  // The header and the block checksums; Append counted the value.
+  if (s.ok()) s = WrittenLocked(offset_, header_size_ + RecordBodySize(flags_, value_size_) - value_size_, false, sync_writes);
   std::shared_ptr<Engine> engine = engine_.lock();
-  if (s.ok() && (sync_writes || (engine != nullptr && engine->StreamWritten(*blob_, bytes)))) s = f->Sync();
   if (!s.ok()) {
     // Void again, so that the record does not appear after a restart either
     // (best effort: the device may refuse this as well).

@@ -61,6 +61,9 @@ class PutStream {
   // order). InvalidArgument for more bytes than value_size (nothing is
   // written); Closed once the stream was aborted (by Abort, or by the
   // engine closing); IOError as a write fails (the stream is then aborted).
+  // The bytes count towards the engine's max_dirty_bytes_before_sync as they
+  // are written: past it, Append syncs the blob, so that a long value is
+  // made durable (and its pages let go of, DropBehind) as it goes.
   Status Append(const IoSlice* pieces, int count);
   // Append of one piece of n bytes.
   Status Append(const char* data, size_t n) {
@@ -97,6 +100,11 @@ class PutStream {
 
   // Takes the next n bytes of the value, written, into the checksums.
   void ChecksumLocked(const char* data, size_t n);
+  // Counts `n` bytes written at `at` (`value` bytes of them the value's)
+  // towards the engine's dirty bytes, and syncs the blob if they pass the
+  // bound or `sync` says so; the large values a sync covers leave the page
+  // cache. An error is the failed sync's.
+  Status WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync);
   Status WriteHeaderLocked();
   void AbortLocked();
   // Aborts without writing anything (the engine is gone, as in a crash).

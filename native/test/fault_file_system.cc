@@ -100,6 +100,10 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return fs_->Counted(WriteNow(offset, slices, count));
   }
   Status Sync() override { return fs_->Counted(SyncNow()); }
+  void DropCache(uint64_t offset, uint64_t n) const override {
+    fs_->NoteCacheDrop(path(), offset, n);
+    base_->DropCache(offset, n);
+  }
   Status Truncate(uint64_t size) override { return fs_->Counted(TruncateNow(size)); }
   Status Size(uint64_t* size) const override { return base_->Size(size); }
   Status Removed(bool* removed) const override { return base_->Removed(removed); }
@@ -226,11 +230,22 @@ uint64_t FaultInjectingFileSystem::no_wait_reads() const {
   return no_wait_reads_;
 }
 
+std::vector<FaultInjectingFileSystem::CacheDrop> FaultInjectingFileSystem::cache_drops() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return cache_drops_;
+}
+
+void FaultInjectingFileSystem::NoteCacheDrop(const std::string& path, uint64_t offset, uint64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  cache_drops_.push_back(CacheDrop{path, offset, n});
+}
+
 void FaultInjectingFileSystem::ResetCounters() {
   std::lock_guard<std::mutex> l(mu_);
   // An armed write fault keeps pointing at the same future write.
   if (fail_writes_at_ != 0) fail_writes_at_ = fail_writes_at_ > writes_ ? fail_writes_at_ - writes_ : 1;
   writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = 0;
+  cache_drops_.clear();
   std::lock_guard<std::mutex> t(track_mu_);
   changes_ = 0;
 }

@@ -48,6 +48,13 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs() const;
   uint64_t dir_syncs() const;
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
+  // File::DropCache calls, in order, each passed on to the real file.
+  struct CacheDrop {
+    std::string path;
+    uint64_t offset;
+    uint64_t n;
+  };
+  std::vector<CacheDrop> cache_drops() const;
   void ResetCounters();
 
   // ---- Power loss.
@@ -135,6 +142,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   bool ShouldFailTruncate();
   // Counts a ReadNoWait; true if it must answer WouldBlock.
   bool NoWaitReadBlocks();
+  void NoteCacheDrop(const std::string& path, uint64_t offset, uint64_t n);
 
   // ---- Power loss; the *Locked functions need track_mu_.
   Status PowerCutError(const std::string& what) const;
@@ -165,6 +173,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs_ = 0;
   uint64_t dir_syncs_ = 0;
   uint64_t no_wait_reads_ = 0;
+  std::vector<CacheDrop> cache_drops_;
   bool uncached_ = false;
   uint64_t fail_writes_at_ = 0;  // 0: writes do not fail
   size_t partial_bytes_ = 0;

@@ -49,6 +49,10 @@ class File {
   virtual Status Write(uint64_t offset, const IoSlice* slices, int count) = 0;
   // Makes written data durable (fdatasync).
   virtual Status Sync() = 0;
+  // A hint that bytes [offset, offset + n), written and synced, will not be
+  // read again soon: the page cache may let go of them. They stay readable
+  // (from the device); pages not yet synced are kept. No effect by default.
+  virtual void DropCache(uint64_t offset, uint64_t n) const {}
   virtual Status Truncate(uint64_t size) = 0;
   virtual Status Size(uint64_t* size) const = 0;
   // Whether the file has been unlinked (its directory deleted, say) while

@@ -159,6 +159,12 @@ class PosixFile final : public File {
     return Status::OK();
   }
 
+  void DropCache(uint64_t offset, uint64_t n) const override {
+    // The kernel keeps the pages of a partial page at either end, and any
+    // page still dirty or under writeback.
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+  }
+
   Status Truncate(uint64_t size) override {
     if (read_only_) return ReadOnly();
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return PosixError("truncate " + path_, errno);

@@ -1,0 +1,32 @@
+#include "engine/drop_behind.h"
+
+#include <algorithm>
+
+namespace oyster {
+
+void DropBehind::Written(uint64_t blob_id, uint64_t offset, uint64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (pending_.size() >= kMaxPending) pending_.erase(pending_.begin(), pending_.begin() + kMaxPending / 2);
+  pending_.push_back(Range{next_seq_++, blob_id, offset, n});
+}
+
+uint64_t DropBehind::Mark() {
+  std::lock_guard<std::mutex> l(mu_);
+  return next_seq_;
+}
+
+void DropBehind::Synced(uint64_t blob_id, const File& file, uint64_t mark) {
+  std::vector<Range> synced;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto end = std::find_if(pending_.begin(), pending_.end(), [mark](const Range& r) { return r.seq >= mark; });
+    for (auto it = pending_.begin(); it != end; ++it) {
+      if (it->blob_id == blob_id) synced.push_back(*it);
+    }
+    pending_.erase(pending_.begin(), end);
+  }
+  // Outside the lock: each is a system call.
+  for (const Range& r : synced) file.DropCache(r.offset, r.n);
+}
+
+}  // namespace oyster

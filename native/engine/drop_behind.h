@@ -1,0 +1,62 @@
+// Which written bytes the page cache may let go of once they are durable.
+//
+// A blob store writes its large values far more often than it reads them
+// back soon after, and caching them costs more than the memory: an
+// append-only blob takes new page-cache pages for every write, and on Linux
+// allocating those costs a write more CPU than copying into them (most of
+// all in a virtual machine, where a page new to the guest is first backed
+// by the host). So once a sync covers the value of a record of at least
+// kMinValueSize bytes, the engine tells the kernel it may free the value's
+// pages (File::DropCache), and the next writes take them again. Smaller
+// records stay cached: the page cache is what serves their reads.
+//
+// Thread-safe: the engine's writer and streamed puts write and sync the
+// active blob beside each other.
+
+#ifndef OYSTER_ENGINE_DROP_BEHIND_H_
+#define OYSTER_ENGINE_DROP_BEHIND_H_
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "util/file_system.h"
+
+namespace oyster {
+
+class DropBehind {
+ public:
+  // Values this large leave the page cache once durable.
+  static constexpr uint64_t kMinValueSize = 256 * 1024;
+  // At most this many ranges wait for a sync; past it the oldest stay cached.
+  static constexpr size_t kMaxPending = 1024;
+
+  // Whether a value of this many bytes leaves the cache once durable.
+  static bool Applies(uint64_t value_size) { return value_size >= kMinValueSize; }
+
+  // Notes that [offset, offset + n) of blob `blob_id`, bytes of a value
+  // that Applies to, was just written.
+  void Written(uint64_t blob_id, uint64_t offset, uint64_t n);
+  // Taken just before a sync of a blob's file begins; pass it to Synced.
+  uint64_t Mark();
+  // After a successful sync of blob `blob_id` through `file` that began after
+  // `mark` was taken: drops the ranges of that blob written before the mark
+  // from the cache. Ranges of other blobs written before the mark are
+  // forgotten (a blob is synced as it is sealed; its last values stay cached).
+  void Synced(uint64_t blob_id, const File& file, uint64_t mark);
+
+ private:
+  struct Range {
+    uint64_t seq;
+    uint64_t blob_id;
+    uint64_t offset;
+    uint64_t n;
+  };
+  std::mutex mu_;
+  uint64_t next_seq_ = 0;
+  std::vector<Range> pending_;  // in the order written (increasing seq)
+};
+
+}  // namespace oyster
+
+#endif  // OYSTER_ENGINE_DROP_BEHIND_H_
