@@ -61,6 +61,12 @@ Status ValueReader::Read(uint64_t pos, size_t n, char* dst) {
                                    ") are not all inside the " + std::to_string(size_) + "-byte value");
   }
   if (n == 0) return Status::OK();
+  const uint64_t ahead = std::min(size_, pos + n + kReadAhead);
+  if (pos + n < size_ && ahead > advised_) {
+    const uint64_t from = std::max(advised_, pos + n);
+    blob_->file()->WillNeed(value_at_ + from, ahead - from);
+    advised_ = ahead;
+  }
   Status s = blocks_ ? ReadBlocks(pos, n, dst) : ReadInOrder(pos, n, dst);
   if (s.IsCorruption() && !counted_) {
     counted_ = true;

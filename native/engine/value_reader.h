@@ -59,8 +59,13 @@ class ValueReader {
   // straight into dst), with one vectored read. Without, the bytes asked
   // for, and first those between the last byte returned and pos, read and
   // taken into the CRC; a read before the bytes returned so far starts
-  // again from the value's start.
+  // again from the value's start. A read that leaves part of the value
+  // after it asks the kernel to start reading the next kReadAhead bytes
+  // (a value sent on as it is read is read in order; from a disk, the next
+  // parts arrive while this one is sent).
   Status Read(uint64_t pos, size_t n, char* dst);
+
+  static constexpr uint64_t kReadAhead = 4 << 20;
 
  private:
   friend class Engine;
@@ -96,6 +101,7 @@ class ValueReader {
   const uint32_t crc_prefix_;    // the record CRC over the header's part
   std::string block_crcs_;       // blocks_: u32 LE each, as in the file
 
+  uint64_t advised_ = 0;   // value bytes up to here were announced (File::WillNeed)
   uint64_t returned_ = 0;  // without blocks_: value bytes [0, returned_) went into crc_
   uint32_t crc_;
   std::unique_ptr<char[]> scratch_;  // two blocks, allocated on first use

@@ -100,6 +100,10 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return fs_->Counted(WriteNow(offset, slices, count));
   }
   Status Sync() override { return fs_->Counted(SyncNow()); }
+  void WillNeed(uint64_t offset, uint64_t n) const override {
+    fs_->NoteWillNeed(path(), offset, n);
+    base_->WillNeed(offset, n);
+  }
   void DropCache(uint64_t offset, uint64_t n) const override {
     fs_->NoteCacheDrop(path(), offset, n);
     base_->DropCache(offset, n);
@@ -240,12 +244,23 @@ void FaultInjectingFileSystem::NoteCacheDrop(const std::string& path, uint64_t o
   cache_drops_.push_back(CacheDrop{path, offset, n});
 }
 
+std::vector<FaultInjectingFileSystem::CacheDrop> FaultInjectingFileSystem::will_needs() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return will_needs_;
+}
+
+void FaultInjectingFileSystem::NoteWillNeed(const std::string& path, uint64_t offset, uint64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  will_needs_.push_back(CacheDrop{path, offset, n});
+}
+
 void FaultInjectingFileSystem::ResetCounters() {
   std::lock_guard<std::mutex> l(mu_);
   // An armed write fault keeps pointing at the same future write.
   if (fail_writes_at_ != 0) fail_writes_at_ = fail_writes_at_ > writes_ ? fail_writes_at_ - writes_ : 1;
   writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = 0;
   cache_drops_.clear();
+  will_needs_.clear();
   std::lock_guard<std::mutex> t(track_mu_);
   changes_ = 0;
 }

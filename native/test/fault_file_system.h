@@ -55,6 +55,8 @@ class FaultInjectingFileSystem final : public FileSystem {
     uint64_t n;
   };
   std::vector<CacheDrop> cache_drops() const;
+  // File::WillNeed calls, in order, each passed on to the real file.
+  std::vector<CacheDrop> will_needs() const;
   void ResetCounters();
 
   // ---- Power loss.
@@ -143,6 +145,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // Counts a ReadNoWait; true if it must answer WouldBlock.
   bool NoWaitReadBlocks();
   void NoteCacheDrop(const std::string& path, uint64_t offset, uint64_t n);
+  void NoteWillNeed(const std::string& path, uint64_t offset, uint64_t n);
 
   // ---- Power loss; the *Locked functions need track_mu_.
   Status PowerCutError(const std::string& what) const;
@@ -174,6 +177,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t dir_syncs_ = 0;
   uint64_t no_wait_reads_ = 0;
   std::vector<CacheDrop> cache_drops_;
+  std::vector<CacheDrop> will_needs_;
   bool uncached_ = false;
   uint64_t fail_writes_at_ = 0;  // 0: writes do not fail
   size_t partial_bytes_ = 0;

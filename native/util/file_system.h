@@ -53,6 +53,10 @@ class File {
   // read again soon: the page cache may let go of them. They stay readable
   // (from the device); pages not yet synced are kept. No effect by default.
   virtual void DropCache(uint64_t offset, uint64_t n) const {}
+  // A hint that bytes [offset, offset + n) will be read soon: the kernel
+  // may start reading them into the page cache now, without waiting. No
+  // effect by default.
+  virtual void WillNeed(uint64_t offset, uint64_t n) const {}
   virtual Status Truncate(uint64_t size) = 0;
   virtual Status Size(uint64_t* size) const = 0;
   // Whether the file has been unlinked (its directory deleted, say) while

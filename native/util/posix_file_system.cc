@@ -165,6 +165,10 @@ class PosixFile final : public File {
     ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
   }
 
+  void WillNeed(uint64_t offset, uint64_t n) const override {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+  }
+
   Status Truncate(uint64_t size) override {
     if (read_only_) return ReadOnly();
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return PosixError("truncate " + path_, errno);
