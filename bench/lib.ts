@@ -178,7 +178,9 @@ function wrkMs(v: string): number {
 export function runWrk(o: { url: string; pids: number[]; script: string; seconds: number; connections: number }): WrkRun {
   const cpu = () => o.pids.reduce((a, p) => a + cpuSeconds(p), 0);
   const cpu0 = cpu();
-  const r = spawnSync('wrk', ['-t1', `-c${o.connections}`, `-d${o.seconds}s`, '--latency', '-s', o.script, o.url], { encoding: 'utf8' });
+  // wrk's own timeout (2 s) counts a slow answer as an error: a peer's
+  // latency spike under 64 uploads of 1 MiB would abort the run.
+  const r = spawnSync('wrk', ['-t1', `-c${o.connections}`, `-d${o.seconds}s`, '--timeout', '30s', '--latency', '-s', o.script, o.url], { encoding: 'utf8' });
   const used = cpu() - cpu0;
   const out = r.stdout ?? '';
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);

@@ -12,6 +12,8 @@ import { freePort } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
+// Two, to see them split: flags an operator may give Node.js (docs/OPERATIONS.md).
+const NODE_FLAGS = '--single-threaded-gc --max-semi-space-size=16';
 const VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 function has(tool: string): boolean {
@@ -233,8 +235,8 @@ t.test('the .deb package', async (t) => {
     const traced = has('strace') && has('systemd-analyze');
     const calls = path.join(tempDir(t), 'calls.txt');
     const node = traced
-      ? spawn('strace', ['-f', '-qq', '-c', '-U', 'name,calls', '-o', calls, bin, ...args], { cwd: data, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(bin, args, { cwd: data, stdio: ['ignore', 'pipe', 'pipe'] });
+      ? spawn('strace', ['-f', '-qq', '-c', '-U', 'name,calls', '-o', calls, bin, ...args], { cwd: data, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OYSTER_NODE_FLAGS: NODE_FLAGS } })
+      : spawn(bin, args, { cwd: data, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OYSTER_NODE_FLAGS: NODE_FLAGS } });
     const output: string[] = [];
     node.stdout.on('data', (c: Buffer) => output.push(c.toString()));
     node.stderr.on('data', (c: Buffer) => output.push(c.toString()));
@@ -254,9 +256,11 @@ t.test('the .deb package', async (t) => {
     t.equal(await (await fetch(`${url}/data/43`)).text(), 'via the cli');
     t.ok(fs.existsSync(path.join(data, 'disk0', 'bob')), '--init-folders made the data directory on disk0');
 
-    const stopping = Date.now();
     // The node itself, not strace, gets the SIGTERM systemd would send.
     const nodePid = traced ? Number(fs.readFileSync(`/proc/${node.pid}/task/${node.pid}/children`, 'utf8').trim().split(' ')[0]) : node.pid!;
+    const argv = fs.readFileSync(`/proc/${nodePid}/cmdline`, 'utf8').split('\0');
+    t.same(argv.slice(1, 3), NODE_FLAGS.split(' '), 'OYSTER_NODE_FLAGS (from /etc/default/oyster) go to Node.js');
+    const stopping = Date.now();
     process.kill(nodePid, 'SIGTERM');
     t.equal(await exited, 0, 'SIGTERM: a clean exit 0');
     t.ok(Date.now() - stopping < 90_000, 'within TimeoutStopSec');
