@@ -5,7 +5,7 @@
 // answers the stream UNIMPLEMENTED (asked again an hour later).
 import * as grpc from '@grpc/grpc-js';
 import { errors, isOysterError } from '../model/errors';
-import { SnapshotEntry } from '../store/engine';
+import { SnapshotEntry } from '../store/engine-snapshot';
 import {
   BobApi,
   BlobMsg,

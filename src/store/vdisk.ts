@@ -10,9 +10,12 @@ import { errors, isOysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
 import { isOpened, OpenedValue } from '../model/value';
-import { isEngineError, EngineErrorCode, EngineSet, PutStream, SnapshotEntry } from './engine';
+import { isEngineError, EngineErrorCode, PutStream } from './engine';
+import { SnapshotEntry } from './engine-snapshot';
 import { PartitionList, PartitionListOptions } from './partition-list';
-import { RecordCache, RecordShelf } from './record-cache';
+import { InFlight } from './in-flight';
+import { RecordCache } from './record-cache';
+import { VdiskShelf } from './vdisk-shelf';
 
 /** What a vdisk reports about its engines (metrics hang on it). */
 type DataOperation = 'put' | 'get' | 'exist' | 'delete';
@@ -40,16 +43,11 @@ export class Vdisk {
   readonly partitions: PartitionList;
   private state: State = 'stopped';
   private _newestPossible: Version = { timestamp: 0, tick: 0, node: 0 };
-  private inflight = 0;
-  private drained: (() => void) | null = null;
-  // The records read from `shelfOf` (the partitions read as one when they
-  // were kept), and a count that moves as every write starts and ends: an
-  // answer read while it moved may be older than the engine's, and is not kept.
-  private shelf: RecordShelf | null = null;
-  private shelfOf: EngineSet | null = null;
-  private writes = 0;
+  private readonly inflight = new InFlight();
+  private readonly shelf: VdiskShelf;
 
   constructor(readonly options: VdiskOptions) {
+    this.shelf = new VdiskShelf(options.records);
     this.partitions = new PartitionList({ ...options, corrupt: (n) => options.observer?.corrupt(n) }, (newest) => {
       this.raise(newest);
       options.clock?.observe({ ...newest, node: 0 });
@@ -99,8 +97,8 @@ export class Vdisk {
   async stop(): Promise<Error[]> {
     if (this.state === 'stopped') return [];
     this.state = 'stopped';
-    this.dropShelf();
-    await this.drain();
+    this.shelf.drop();
+    await this.inflight.drain();
     return this.partitions.closeAll();
   }
 
@@ -108,9 +106,9 @@ export class Vdisk {
   async remount(): Promise<void> {
     if (this.state !== 'running') throw errors.unavailable(`vdisk ${this.id} is not running`);
     this.state = 'remounting';
-    this.dropShelf();
+    this.shelf.drop();
     try {
-      await this.drain();
+      await this.inflight.drain();
       await this.partitions.closeAll();
       await this.partitions.openAll();
     } finally {
@@ -141,7 +139,7 @@ export class Vdisk {
 
   async put(key: Buffer, version: Version, value: Buffer): Promise<void> {
     this.enter();
-    this.forget(key);
+    this.shelf.forget(key);
     try {
       const p = this.partitions.writableFor(version.timestamp) ?? (await this.partitions.partitionFor(version.timestamp));
       await p.write((e) => e.put(key, version, value));
@@ -150,7 +148,7 @@ export class Vdisk {
     } catch (err) {
       throw this.failure('put', err);
     } finally {
-      this.forget(key);
+      this.shelf.forget(key);
       this.leave();
     }
   }
@@ -163,7 +161,7 @@ export class Vdisk {
    */
   async beginStream(key: Buffer, version: Version, size: number): Promise<PutStream> {
     this.enter();
-    this.forget(key);
+    this.shelf.forget(key);
     let ended!: () => void;
     const end = new Promise<void>((resolve) => (ended = resolve));
     let stream: PutStream;
@@ -179,14 +177,14 @@ export class Vdisk {
         );
       });
     } catch (err) {
-      this.forget(key);
+      this.shelf.forget(key);
       ended();
       throw this.failure('put', err);
     } finally {
       this.leave();
     }
     const over = () => {
-      this.forget(key);
+      this.shelf.forget(key);
       ended();
     };
     return {
@@ -219,7 +217,7 @@ export class Vdisk {
   get(key: Buffer, open = false): MaybePromise<StoredRecord | OpenedValue | null> {
     if (this.state === 'running') {
       const set = this.partitions.engines;
-      const shelf = this.shelfFor(set);
+      const shelf = this.shelf.for(set);
       const kept = shelf?.get(key);
       if (kept !== undefined) return kept;
       let now: StoredRecord | null | undefined;
@@ -239,14 +237,14 @@ export class Vdisk {
   private async getWaiting(key: Buffer, open: boolean): Promise<StoredRecord | OpenedValue | null> {
     this.enter();
     try {
-      const writes = this.writes;
+      const writes = this.shelf.writes;
       const set = this.partitions.engines;
       const r = open ? await set.openNewest(key, WHOLE_UP_TO) : await set.getNewest(key);
       if (isOpened(r)) {
         this.options.observer?.engine('get', 'ok', r.size);
         return this.watched(r);
       }
-      if (this.writes === writes && this.partitions.engines === set) this.shelfFor(set)?.keep(key, r);
+      if (this.shelf.writes === writes && this.partitions.engines === set) this.shelf.for(set)?.keep(key, r);
       return this.counted('get', r);
     } catch (err) {
       throw this.failure('get', err);
@@ -263,7 +261,7 @@ export class Vdisk {
   exists(keys: Buffer[]): MaybePromise<Array<KeyState | null>> {
     if (keys.length === 1 && this.state === 'running') {
       const set = this.partitions.engines;
-      const kept = this.shelfFor(set)?.get(keys[0]);
+      const kept = this.shelf.for(set)?.get(keys[0]);
       let now: KeyState | null | undefined = kept === undefined ? undefined : kept === null ? null : { kind: kept.kind, version: kept.version };
       try {
         if (now === undefined) now = set.lookupNewestNow(keys[0]);
@@ -299,7 +297,7 @@ export class Vdisk {
    */
   async delete(key: Buffer, version: Version): Promise<void> {
     this.enter();
-    this.forget(key);
+    this.shelf.forget(key);
     try {
       const p = await this.partitions.partitionFor(version.timestamp);
       await p.write((e) => e.delete(key, version));
@@ -322,7 +320,7 @@ export class Vdisk {
     } catch (err) {
       throw this.failure('delete', err);
     } finally {
-      this.forget(key);
+      this.shelf.forget(key);
       this.leave();
     }
   }
@@ -343,18 +341,6 @@ export class Vdisk {
 
   // --------------------------------------------------------------- helpers
 
-  /** The shelf of the records read from `set`: a new one once the partitions changed. */
-  private shelfFor(set: EngineSet): RecordShelf | null {
-    if (set !== this.shelfOf) {
-      if (this.options.records === undefined) return null;
-      this.shelf?.drop();
-      this.shelf = this.options.records.newShelf();
-      this.shelfOf = set;
-    }
-    return this.shelf;
-  }
-
-  /** A write of key starts or ends: what was kept of it may be older than what the engine holds. */
   /** An opened value whose reads report damage as this vdisk's reads do. */
   private watched(v: OpenedValue): OpenedValue {
     const { reader } = v;
@@ -366,17 +352,6 @@ export class Vdisk {
         close: () => reader.close(),
       },
     };
-  }
-
-  private forget(key: Buffer): void {
-    this.writes++;
-    this.shelf?.forget(key);
-  }
-
-  private dropShelf(): void {
-    this.shelf?.drop();
-    this.shelf = null;
-    this.shelfOf = null;
   }
 
   private raise(v: Version): void {
@@ -393,11 +368,11 @@ export class Vdisk {
     if (this.state !== 'running') {
       throw errors.unavailable(`vdisk ${this.id} at ${this.dir} is ${this.state === 'remounting' ? 'remounting' : 'not running'}`);
     }
-    this.inflight++;
+    this.inflight.enter();
   }
 
   private leave(): void {
-    if (--this.inflight === 0 && this.drained) this.drained();
+    this.inflight.leave();
   }
 
   /**
@@ -417,16 +392,6 @@ export class Vdisk {
     if (isEngineError(err, EngineErrorCode.closed)) return errors.unavailable(`vdisk ${this.id} is closing`);
     if (isEngineError(err, EngineErrorCode.corruption)) return errors.corruption(err.message, err.version);
     return err;
-  }
-
-  private drain(): Promise<void> {
-    if (this.inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.drained = () => {
-        this.drained = null;
-        resolve();
-      };
-    });
   }
 }
 

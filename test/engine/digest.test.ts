@@ -2,7 +2,8 @@
 // the newest record of each key only, match the definition of docs/FORMAT.md
 // ("Replica digests") computed here independently, and refuse bad arguments.
 import t from 'tap';
-import { Engine, EngineErrorCode, EngineSet, isEngineError, MAX_DIGEST_BITS, SnapshotEntry } from '../../src/store/engine';
+import { Engine, EngineErrorCode, EngineSet, isEngineError } from '../../src/store/engine';
+import { MAX_DIGEST_BITS, SnapshotEntry } from '../../src/store/engine-snapshot';
 import { native } from '../../src/store/native';
 import { Version } from '../../src/model/version';
 import { keyOf, ver } from '../helpers/records';
