@@ -104,8 +104,13 @@ export class StreamedBody implements IncomingValue {
       this.pieces.push(chunk);
       this.held += chunk.length;
       this.received += chunk.length;
-      if (this.held >= WINDOW) req.pause();
-      woken();
+      // next() waits for a full window or the end, not for every chunk.
+      if (this.held >= WINDOW) {
+        req.pause();
+        woken();
+      } else if (this.received === this.size) {
+        woken();
+      }
     });
     req.on('end', woken);
     req.on('error', () => {
