@@ -665,6 +665,10 @@ void Engine::WriteBatchLocked(const std::vector<WriteRequest*>& batch) {
   size_t i = 0;
   while (i < batch.size()) {
     Status s;
+    if (stream_sync_failed_.load(std::memory_order_acquire) && write_error_.ok()) {
+      std::lock_guard<std::mutex> l(build_mu_);
+      write_error_ = stream_sync_error_;
+    }
     if (closed_) {
       s = Status::Closed("engine is closed");
     } else if (!write_error_.ok()) {
@@ -860,6 +864,14 @@ void Engine::JoinLedger(std::shared_ptr<GarbageLedger> ledger) {
   std::lock_guard<std::mutex> l(ledger_mu_);
   ledger_.swap(ledger);
   // The ledger left (`ledger` now) is released once the lock is.
+}
+
+void Engine::StreamSyncFailed(const Status& s) {
+  std::lock_guard<std::mutex> l(build_mu_);
+  if (stream_sync_failed_.load(std::memory_order_relaxed)) return;
+  stream_sync_error_ = s;
+  if (write_error_text_.empty()) write_error_text_ = s.ToString();  // seen in Stats at once
+  stream_sync_failed_.store(true, std::memory_order_release);
 }
 
 void Engine::SetWriteError(const Status& s) {

@@ -286,6 +286,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // take the unsynced bytes of the active blob past the limit (the caller
   // syncs).
   bool StreamWritten(const Blob& blob, uint64_t bytes);
+  // A streamed put's fdatasync failed: the kernel may have dropped dirty
+  // pages of records the writer acknowledged since the last good sync, as
+  // after a failed sync of its own. Called without the writer's lock (a
+  // stream holds its own, which the writer may take under it); the writer
+  // adopts `s` as its write error before its next batch.
+  void StreamSyncFailed(const Status& s);
   // The last stream on a sealed blob ended: its index can be built now.
   void IndexAfterStreams(const std::shared_ptr<Blob>& blob);
 
@@ -308,6 +314,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   uint64_t next_blob_id_ = 1;
   std::atomic<uint64_t> dirty_bytes_{0};  // streams add theirs without the writer's lock
   DropBehind drop_behind_;  // large values written, to leave the page cache once synced
+  std::atomic<bool> stream_sync_failed_{false};  // StreamSyncFailed was called; the status under build_mu_
+  Status stream_sync_error_;
   Status write_error_;  // non-OK: every later write fails with it
   bool closed_ = false;
   std::vector<char> header_buf_;

@@ -83,12 +83,24 @@ Status PutStream::Append(const IoSlice* pieces, int count) {
 
 Status PutStream::WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync) {
   std::shared_ptr<Engine> engine = engine_.lock();
-  if (engine == nullptr) return sync ? blob_->file()->Sync() : Status::OK();
+  if (engine == nullptr) return sync ? SyncLocked() : Status::OK();
   if (value && DropBehind::Applies(value_size_)) engine->drop_behind_.Written(blob_->id(), at, n);
   if (!engine->StreamWritten(*blob_, n) && !sync) return Status::OK();
   const uint64_t mark = engine->drop_behind_.Mark();
-  Status s = blob_->file()->Sync();
+  Status s = SyncLocked();
   if (s.ok()) engine->drop_behind_.Synced(blob_->id(), *blob_->file(), mark);
+  return s;
+}
+
+Status PutStream::SyncLocked() {
+  Status s = blob_->file()->Sync();
+  if (s.ok()) return s;
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (engine != nullptr) {
+    engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob_->file()->path() +
+                                             " (a streamed put); writes are disabled until the engine is reopened",
+                                             s.err()));
+  }
   return s;
 }
 
@@ -130,7 +142,7 @@ Status PutStream::Finish() {
   }
   // With sync_writes the value is on the device before the header that
   // makes it a record: a crash never leaves a record whose value is lost.
-  if (s.ok() && sync_writes) s = f->Sync();
+  if (s.ok() && sync_writes) s = SyncLocked();
   if (s.ok()) s = WriteHeaderLocked();
   // A blob deleted under us still takes writes that could never be read back.
   bool removed = false;

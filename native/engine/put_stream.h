@@ -105,6 +105,9 @@ class PutStream {
   // bound or `sync` says so; the large values a sync covers leave the page
   // cache. An error is the failed sync's.
   Status WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync);
+  // Syncs the blob; a failure disables the engine's writes as the writer's
+  // own failed sync does (Engine::StreamSyncFailed).
+  Status SyncLocked();
   Status WriteHeaderLocked();
   void AbortLocked();
   // Aborts without writing anything (the engine is gone, as in a crash).
