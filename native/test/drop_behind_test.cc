@@ -47,7 +47,7 @@ ValueRange RangeOf(Engine* e, const std::string& key) {
 // (a streamed value is dropped piece by piece).
 std::vector<ValueRange> Drops(const FaultInjectingFileSystem& fs) {
   std::vector<ValueRange> out;
-  for (const auto& d : fs.cache_drops()) {
+  for (const auto& d : fs.cache_hints(FaultInjectingFileSystem::CacheHint::kDrop)) {
     if (!out.empty() && out.back().path == d.path && out.back().offset + out.back().n == d.offset) {
       out.back().n += d.n;
     } else {

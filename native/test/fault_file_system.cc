@@ -101,11 +101,11 @@ class FaultInjectingFileSystem::FaultFile final : public File {
   }
   Status Sync() override { return fs_->Counted(SyncNow()); }
   void WillNeed(uint64_t offset, uint64_t n) const override {
-    fs_->NoteWillNeed(path(), offset, n);
+    fs_->NoteCacheHint(CacheHint{CacheHint::kWillNeed, path(), offset, n});
     base_->WillNeed(offset, n);
   }
   void DropCache(uint64_t offset, uint64_t n) const override {
-    fs_->NoteCacheDrop(path(), offset, n);
+    fs_->NoteCacheHint(CacheHint{CacheHint::kDrop, path(), offset, n});
     base_->DropCache(offset, n);
   }
   Status Truncate(uint64_t size) override { return fs_->Counted(TruncateNow(size)); }
@@ -234,24 +234,18 @@ uint64_t FaultInjectingFileSystem::no_wait_reads() const {
   return no_wait_reads_;
 }
 
-std::vector<FaultInjectingFileSystem::CacheDrop> FaultInjectingFileSystem::cache_drops() const {
+std::vector<FaultInjectingFileSystem::CacheHint> FaultInjectingFileSystem::cache_hints(CacheHint::Kind kind) const {
   std::lock_guard<std::mutex> l(mu_);
-  return cache_drops_;
+  std::vector<CacheHint> out;
+  for (const CacheHint& h : cache_hints_) {
+    if (h.kind == kind) out.push_back(h);
+  }
+  return out;
 }
 
-void FaultInjectingFileSystem::NoteCacheDrop(const std::string& path, uint64_t offset, uint64_t n) {
+void FaultInjectingFileSystem::NoteCacheHint(CacheHint hint) {
   std::lock_guard<std::mutex> l(mu_);
-  cache_drops_.push_back(CacheDrop{path, offset, n});
-}
-
-std::vector<FaultInjectingFileSystem::CacheDrop> FaultInjectingFileSystem::will_needs() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return will_needs_;
-}
-
-void FaultInjectingFileSystem::NoteWillNeed(const std::string& path, uint64_t offset, uint64_t n) {
-  std::lock_guard<std::mutex> l(mu_);
-  will_needs_.push_back(CacheDrop{path, offset, n});
+  cache_hints_.push_back(std::move(hint));
 }
 
 void FaultInjectingFileSystem::ResetCounters() {
@@ -259,8 +253,7 @@ void FaultInjectingFileSystem::ResetCounters() {
   // An armed write fault keeps pointing at the same future write.
   if (fail_writes_at_ != 0) fail_writes_at_ = fail_writes_at_ > writes_ ? fail_writes_at_ - writes_ : 1;
   writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = 0;
-  cache_drops_.clear();
-  will_needs_.clear();
+  cache_hints_.clear();
   std::lock_guard<std::mutex> t(track_mu_);
   changes_ = 0;
 }

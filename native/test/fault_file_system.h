@@ -48,15 +48,15 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs() const;
   uint64_t dir_syncs() const;
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
-  // File::DropCache calls, in order, each passed on to the real file.
-  struct CacheDrop {
+  // The page-cache hints files were given (File::DropCache, File::WillNeed),
+  // each passed on to the real file; those of one kind, in order.
+  struct CacheHint {
+    enum Kind { kDrop, kWillNeed } kind;
     std::string path;
     uint64_t offset;
     uint64_t n;
   };
-  std::vector<CacheDrop> cache_drops() const;
-  // File::WillNeed calls, in order, each passed on to the real file.
-  std::vector<CacheDrop> will_needs() const;
+  std::vector<CacheHint> cache_hints(CacheHint::Kind kind) const;
   void ResetCounters();
 
   // ---- Power loss.
@@ -144,8 +144,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   bool ShouldFailTruncate();
   // Counts a ReadNoWait; true if it must answer WouldBlock.
   bool NoWaitReadBlocks();
-  void NoteCacheDrop(const std::string& path, uint64_t offset, uint64_t n);
-  void NoteWillNeed(const std::string& path, uint64_t offset, uint64_t n);
+  void NoteCacheHint(CacheHint hint);
 
   // ---- Power loss; the *Locked functions need track_mu_.
   Status PowerCutError(const std::string& what) const;
@@ -176,8 +175,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs_ = 0;
   uint64_t dir_syncs_ = 0;
   uint64_t no_wait_reads_ = 0;
-  std::vector<CacheDrop> cache_drops_;
-  std::vector<CacheDrop> will_needs_;
+  std::vector<CacheHint> cache_hints_;
   bool uncached_ = false;
   uint64_t fail_writes_at_ = 0;  // 0: writes do not fail
   size_t partial_bytes_ = 0;

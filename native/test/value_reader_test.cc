@@ -335,7 +335,7 @@ TEST(ValueReader, ReadsAheadOfAnInOrderReader) {
   ASSERT_OK(ReadAll(r.get(), part, &out));
   ASSERT_TRUE(out == value);
   std::vector<std::string> got;
-  for (const auto& w : fs.will_needs()) got.push_back(std::to_string(w.offset - v) + "+" + std::to_string(w.n));
+  for (const auto& w : fs.cache_hints(FaultInjectingFileSystem::CacheHint::kWillNeed)) got.push_back(std::to_string(w.offset - v) + "+" + std::to_string(w.n));
   std::vector<std::string> want{std::to_string(part) + "+" + std::to_string(ahead)};
   for (uint64_t end = part + ahead; end < size; end += part) {
     const uint64_t next = std::min(size, end + part);
@@ -345,7 +345,7 @@ TEST(ValueReader, ReadsAheadOfAnInOrderReader) {
   fs.ResetCounters();
   std::unique_ptr<ValueReader> whole = OpenReader(db.get(), Key(1));
   ASSERT_EQ(ReadRange(whole.get(), 0, size), value);
-  ASSERT_TRUE(fs.will_needs().empty());
+  ASSERT_TRUE(fs.cache_hints(FaultInjectingFileSystem::CacheHint::kWillNeed).empty());
 }
 
 // EngineSet::Open chooses the newest record across the engines as Get does,
