@@ -1,6 +1,8 @@
 // Compactor: gives back the space of overwritten and deleted values on one
-// disk while it serves. Every `interval` it recounts each vdisk's garbage
-// and compacts the closed blobs whose reclaimable share reaches
+// disk while it serves. Writes keep each vdisk's count of garbage up to
+// date (a count from the index files starts it when partitions open, and
+// again when an operator asks); every `interval` the compactor compacts the
+// closed blobs whose reclaimable share reaches
 // `garbage_ratio` (with compaction disabled, only when an operator asks),
 // those with the most to reclaim first, one blob at a time,
 // its disk I/O paced by `rate` (native/engine/compaction.h does the work:
