@@ -10,12 +10,14 @@ void DropBehind::Written(uint64_t blob_id, uint64_t offset, uint64_t n) {
   pending_.push_back(Range{next_seq_++, blob_id, offset, n});
 }
 
-uint64_t DropBehind::Mark() {
-  std::lock_guard<std::mutex> l(mu_);
-  return next_seq_;
-}
-
-void DropBehind::Synced(uint64_t blob_id, const File& file, uint64_t mark) {
+Status DropBehind::Sync(uint64_t blob_id, File* file) {
+  uint64_t mark;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    mark = next_seq_;
+  }
+  Status s = file->Sync();
+  if (!s.ok()) return s;
   std::vector<Range> synced;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -26,7 +28,8 @@ void DropBehind::Synced(uint64_t blob_id, const File& file, uint64_t mark) {
     pending_.erase(pending_.begin(), end);
   }
   // Outside the lock: each is a system call.
-  for (const Range& r : synced) file.DropCache(r.offset, r.n);
+  for (const Range& r : synced) file->DropCache(r.offset, r.n);
+  return s;
 }
 
 }  // namespace oyster

@@ -37,13 +37,12 @@ class DropBehind {
   // Notes that [offset, offset + n) of blob `blob_id`, bytes of a value
   // that Applies to, was just written.
   void Written(uint64_t blob_id, uint64_t offset, uint64_t n);
-  // Taken just before a sync of a blob's file begins; pass it to Synced.
-  uint64_t Mark();
-  // After a successful sync of blob `blob_id` through `file` that began after
-  // `mark` was taken: drops the ranges of that blob written before the mark
-  // from the cache. Ranges of other blobs written before the mark are
-  // forgotten (a blob is synced as it is sealed; its last values stay cached).
-  void Synced(uint64_t blob_id, const File& file, uint64_t mark);
+  // Syncs `file`, the file of blob `blob_id`, and returns what the sync
+  // returned. Once it succeeded, the ranges of that blob written before it
+  // began leave the page cache; those of other blobs written before it are
+  // forgotten (a blob is synced as it is sealed; its last values stay
+  // cached).
+  Status Sync(uint64_t blob_id, File* file);
 
  private:
   struct Range {

@@ -782,8 +782,7 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     if (DropBehind::Applies(r.entry.value_size)) drop_behind_.Written(active_->id(), r.entry.offset + hsize, r.entry.value_size);
   }
   if (options_.sync_writes || dirty_bytes_ > options_.max_dirty_bytes_before_sync) {
-    const uint64_t mark = drop_behind_.Mark();
-    s = f->Sync();
+    s = drop_behind_.Sync(active_->id(), f);
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped the dirty pages:
       // nothing written since the last good sync can be trusted any more.
@@ -795,7 +794,6 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
       return s;
     }
     dirty_bytes_ = 0;
-    drop_behind_.Synced(active_->id(), *f, mark);
   }
   displaced_buf_.resize(publish_buf_.size());
   ledger->Announce(LedgerBatch(this, active_.get(), publish_buf_, displaced_buf_));
@@ -1044,9 +1042,8 @@ Status Engine::SyncWritten() {
       if (b->in_memory()) unsynced.push_back(b);  // indexed blobs were synced before their index was written
     }
   }
-  const uint64_t mark = drop_behind_.Mark();
   for (const std::shared_ptr<Blob>& b : unsynced) {
-    Status s = b->file()->Sync();
+    Status s = drop_behind_.Sync(b->id(), b->file());
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped dirty pages:
       // nothing written since the last good sync can be trusted, as in Write.
@@ -1056,8 +1053,6 @@ Status Engine::SyncWritten() {
       return s;
     }
   }
-  // The newest is where values are written (the others were sealed).
-  if (!unsynced.empty()) drop_behind_.Synced(unsynced.front()->id(), *unsynced.front()->file(), mark);
   return Status::OK();
 }
 

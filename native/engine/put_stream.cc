@@ -83,20 +83,16 @@ Status PutStream::Append(const IoSlice* pieces, int count) {
 
 Status PutStream::WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync) {
   std::shared_ptr<Engine> engine = engine_.lock();
-  if (engine == nullptr) return sync ? SyncLocked() : Status::OK();
-  if (value && DropBehind::Applies(value_size_)) engine->drop_behind_.Written(blob_->id(), at, n);
-  if (!engine->StreamWritten(*blob_, n) && !sync) return Status::OK();
-  const uint64_t mark = engine->drop_behind_.Mark();
-  Status s = SyncLocked();
-  if (s.ok()) engine->drop_behind_.Synced(blob_->id(), *blob_->file(), mark);
-  return s;
+  if (engine != nullptr && value && DropBehind::Applies(value_size_)) engine->drop_behind_.Written(blob_->id(), at, n);
+  const bool due = engine != nullptr && engine->StreamWritten(*blob_, n);
+  return due || sync ? SyncLocked() : Status::OK();
 }
 
 Status PutStream::SyncLocked() {
-  Status s = blob_->file()->Sync();
-  if (s.ok()) return s;
   std::shared_ptr<Engine> engine = engine_.lock();
-  if (engine != nullptr) {
+  if (engine == nullptr) return blob_->file()->Sync();
+  Status s = engine->drop_behind_.Sync(blob_->id(), blob_->file());
+  if (!s.ok()) {
     engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob_->file()->path() +
                                              " (a streamed put); writes are disabled until the engine is reopened",
                                              s.err()));

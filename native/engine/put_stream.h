@@ -105,8 +105,9 @@ class PutStream {
   // bound or `sync` says so; the large values a sync covers leave the page
   // cache. An error is the failed sync's.
   Status WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync);
-  // Syncs the blob; a failure disables the engine's writes as the writer's
-  // own failed sync does (Engine::StreamSyncFailed).
+  // Syncs the blob (the large values it covers leave the page cache); a
+  // failure disables the engine's writes as the writer's own failed sync
+  // does (Engine::StreamSyncFailed).
   Status SyncLocked();
   Status WriteHeaderLocked();
   void AbortLocked();

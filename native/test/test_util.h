@@ -114,9 +114,6 @@ class Latch {
   size_t count_;
 };
 
-// Holds every task scheduled while closed; Open() hands them (and all later
-// ones) to `target`. Lets a test queue writes before the writer may run, so
-// that batches are deterministic.
 // Passes tasks on to `target` and counts those that have not returned yet.
 // An engine whose last reference a task held is destroyed (its directory
 // unlocked) only as that task returns, after the engine's weak pointers have
@@ -136,8 +133,9 @@ class CountingExecutor final : public Executor {
   uint64_t unfinished_ = 0;  // guarded by mu_
 };
 
-// Holds the tasks scheduled while it is closed, so that a test can queue
-// several writes before the engine's writer sees any of them.
+// Holds every task scheduled while closed; Open() hands them (and all later
+// ones) to `target`. Lets a test queue writes before the writer may run, so
+// that batches are deterministic.
 class GatedExecutor final : public Executor {
  public:
   explicit GatedExecutor(CountingExecutor* target) : target_(target) {}
