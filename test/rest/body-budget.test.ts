@@ -2,7 +2,7 @@
 // (http_body_memory_limit): 16 connections stalling near-limit bodies keep
 // the node's resident set under the bound while other clients are served;
 // a body of known length is written as it arrives and holds two windows of
-// the budget, so bodies larger than the whole budget are stored; bodies that
+// the budget (its length if less), so bodies larger than the whole budget are stored; bodies that
 // find no room are refused with 503 and Retry-After, unread; an admitted
 // body completes byte-exact.
 import fs from 'node:fs';
@@ -112,6 +112,29 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
   }
   for (const u of uploads) u.socket.destroy();
   await waitFor('the budget to be given back', async () => /^oyster_rest_body_bytes(?:\{[^}]*\})? 0$/m.test(await (await fetch(`${node.url}/metrics`)).text()), 10_000);
+});
+
+t.test('a body written as it arrives holds no more of the budget than its length', async (t) => {
+  const SIZE = 256 * 1024;
+  const COUNT = 12; // 3 MiB in all: more than two windows, which one body held before
+  const node = await startRestNode(t, {
+    spec: { nodes: [{ name: 'solo' }], vdisks: 4 },
+    opts: { httpMaxBodySize: MAX_BODY, extra: { http_body_memory_limit: COUNT * SIZE } },
+  });
+  const api = client(node.url);
+  const port = Number(new URL(node.url).port);
+  const uploads = Array.from({ length: COUNT }, (_, i) => stalledUpload(port, 200 + i, SIZE, i + 1));
+  const held = new RegExp(`^oyster_rest_body_bytes(?:\\{[^}]*\\})? ${COUNT * SIZE}$`, 'm');
+  await waitFor(`all ${COUNT} bodies of ${SIZE} bytes to be admitted`, async () => held.test(await (await fetch(`${node.url}/metrics`)).text()), 10_000);
+  for (const u of uploads) u.finish();
+  await waitFor('the uploads to be stored', async () => uploads.every((u) => u.answer().startsWith('HTTP/1.1 201')), 20_000);
+  for (const [i, u] of uploads.entries()) {
+    const r = await api.get(`/data/${200 + i}`);
+    t.ok(r.body.equals(Buffer.alloc(SIZE, i + 1)), `key ${200 + i}: the ${SIZE} bytes as sent`);
+    u.socket.destroy();
+  }
+  const metrics = await (await fetch(`${node.url}/metrics`)).text();
+  t.match(metrics, /^oyster_rest_body_refused_total(?:\{[^}]*\})? 0$/m, 'none refused');
 });
 
 t.test('a body without Content-Length takes budget as it grows', async (t) => {

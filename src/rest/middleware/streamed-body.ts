@@ -92,7 +92,8 @@ export class StreamedBody implements IncomingValue {
 
   private async start(): Promise<void> {
     this.started = true;
-    if (!(await new Held(this.ctx, this.budget).take(2 * WINDOW))) throw busy(this.ctx, this.budget);
+    // Two windows at most (the pieces being written, those arriving), never more than the body.
+    if (!(await new Held(this.ctx, this.budget).take(Math.min(2 * WINDOW, this.size)))) throw busy(this.ctx, this.budget);
     const req = this.ctx.req;
     if (req.destroyed) throw incomplete();
     const woken = () => {
