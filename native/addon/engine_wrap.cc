@@ -181,6 +181,8 @@ class OpenNewestOp final : public PoolOp {
     o.Set("kind", Napi::String::New(env, "found"));
     o.Set("version", VersionToJs(env, result_.version));
     o.Set("size", Napi::Number::New(env, static_cast<double>(result_.value_size)));
+    const std::string& head = result_.reader->head();
+    o.Set("head", Napi::Buffer<char>::Copy(env, head.data(), head.size()));
     o.Set("reader", ValueReaderWrap::New(env, data_, std::move(result_.reader)));
     return o;
   }

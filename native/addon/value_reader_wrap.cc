@@ -1,5 +1,8 @@
 #include "addon/value_reader_wrap.h"
 
+#include <errno.h>
+#include <unistd.h>
+
 #include "addon/js_args.h"
 #include "addon/js_records.h"
 #include "addon/js_status.h"
@@ -32,6 +35,38 @@ class ReadOp final : public PoolOp {
   const size_t n_;
 };
 
+// Sends on its own duplicate of the socket's descriptor: should the socket
+// be closed while the send runs, its number may be reused at once, and the
+// value's bytes must not go to whatever gets it. The duplicate keeps the
+// connection open until the send returns.
+class SendOp final : public PoolOp {
+ public:
+  SendOp(Napi::Env env, std::shared_ptr<ValueReader> reader, int fd, uint64_t offset, uint64_t n)
+      : PoolOp(env, env.GetInstanceData<AddonData>()), reader_(std::move(reader)), fd_(::dup(fd)), offset_(offset), n_(n) {
+    if (fd_ < 0) status_ = Status::IOError("dup of socket " + std::to_string(fd), errno);
+  }
+  ~SendOp() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void Run() override {
+    if (fd_ >= 0) status_ = reader_->SendTo(offset_, static_cast<size_t>(n_), fd_, &sent_);
+  }
+
+  Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, static_cast<double>(sent_)); }
+
+  void Decorate(Napi::Env env, Napi::Error& e) override {
+    if (status_.IsCorruption()) e.Set("version", VersionToJs(env, reader_->version()));
+  }
+
+ private:
+  const std::shared_ptr<ValueReader> reader_;
+  const int fd_;
+  const uint64_t offset_;
+  const uint64_t n_;
+  size_t sent_ = 0;
+};
+
 }  // namespace
 
 Napi::Function ValueReaderWrap::Define(Napi::Env env) {
@@ -39,6 +74,7 @@ Napi::Function ValueReaderWrap::Define(Napi::Env env) {
                      {
                          InstanceAccessor<&ValueReaderWrap::Size>("size"),
                          InstanceMethod<&ValueReaderWrap::Read>("read"),
+                         InstanceMethod<&ValueReaderWrap::SendTo>("sendTo"),
                          InstanceMethod<&ValueReaderWrap::Close>("close"),
                      });
 }
@@ -64,6 +100,21 @@ Napi::Value ValueReaderWrap::Read(const Napi::CallbackInfo& info) {
   }
   if (!reader_) return RejectedPromise(env, Status::Closed("the value reader is closed"));
   auto* op = new ReadOp(env, reader_, offset, info[1].As<Napi::Uint8Array>());
+  Napi::Promise p = op->promise();
+  op->ScheduleOn(strand_.get());
+  return p;
+}
+
+Napi::Value ValueReaderWrap::SendTo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint64_t fd, offset, n;
+  if (!IntegerArg(info, 0, "fd", INT32_MAX, "0..2^31-1", &fd) ||
+      !IntegerArg(info, 1, "offset", kMaxSafeInteger, "0..2^53-1", &offset) ||
+      !IntegerArg(info, 2, "n", kMaxSafeInteger, "0..2^53-1", &n)) {
+    return env.Undefined();
+  }
+  if (!reader_) return RejectedPromise(env, Status::Closed("the value reader is closed"));
+  auto* op = new SendOp(env, reader_, static_cast<int>(fd), offset, n);
   Napi::Promise p = op->promise();
   op->ScheduleOn(strand_.get());
   return p;

@@ -33,6 +33,11 @@ class ValueReaderWrap : public Napi::ObjectWrap<ValueReaderWrap> {
   // corruption errors carry the record's version. Rejected with
   // OYSTER_CLOSED after close.
   Napi::Value Read(const Napi::CallbackInfo& info);
+  // sendTo(fd, offset, n) -> Promise<number>: ValueReader::SendTo of value
+  // bytes [offset, offset + n) to the socket fd (non-blocking, open when
+  // called), resolved with the bytes sent: fewer than n once the socket's
+  // buffer is full. Errors as read's; OYSTER_IO_ERROR when the socket fails.
+  Napi::Value SendTo(const Napi::CallbackInfo& info);
   // close(): drops the reader, and with it the blob, once the reads under
   // way are done. Idempotent.
   Napi::Value Close(const Napi::CallbackInfo& info);

@@ -13,6 +13,26 @@ namespace {
 
 constexpr uint64_t kBlock = kValueBlockSize;
 
+// A reader needs its work buffers only within one call, and a thread makes
+// one call at a time: each thread keeps its own, allocated once. (Per
+// reader, every large GET paid the page faults of fresh memory.)
+char* ThreadBuffer(std::unique_ptr<char[]>* buffer, size_t size) {
+  if (*buffer == nullptr) buffer->reset(new char[size]);
+  return buffer->get();
+}
+
+// Two blocks: the partial blocks at either end of a read, or bytes skipped into the CRC.
+char* Scratch() {
+  thread_local std::unique_ptr<char[]> scratch;
+  return ThreadBuffer(&scratch, 2 * kBlock);
+}
+
+// SendTo's window, read and checked before it is sent.
+char* Window() {
+  thread_local std::unique_ptr<char[]> window;
+  return ThreadBuffer(&window, ValueReader::kSendWindow);
+}
+
 }  // namespace
 
 ValueReader::ValueReader(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry,
@@ -38,13 +58,16 @@ Status ValueReader::Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blo
     return s;
   };
   const size_t hsize = RecordHeaderSize(blob->format(), key_size);
-  std::string header(hsize, '\0');
-  Status s = read(entry.offset, hsize, header.data());
+  // The value's first bytes come with the header, in the same read.
+  const size_t head = static_cast<size_t>(std::min<uint64_t>(kHeadSize, entry.value_size));
+  std::string header(hsize + head, '\0');
+  Status s = read(entry.offset, header.size(), header.data());
   RecordHeader h;
   if (s.ok()) s = blob->CheckRecordHeader(key, key_size, entry, header.data(), &h);
   if (!s.ok()) return s;
   const uint32_t prefix = RecordCrcPrefix(blob->format(), header.data(), key_size);
   std::unique_ptr<ValueReader> r(new ValueReader(std::move(engine), blob, entry, hsize, h, prefix));
+  r->head_ = header.substr(hsize);
   if (r->blocks_) {
     // All of them at once: 4 bytes per block, 256 KiB for the largest value.
     r->block_crcs_.resize(4 * ValueBlockCount(r->size_));
@@ -56,24 +79,15 @@ Status ValueReader::Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blo
 }
 
 Status ValueReader::Read(uint64_t pos, size_t n, char* dst) {
-  if (pos > size_ || n > size_ - pos) {
-    return Status::InvalidArgument("bytes [" + std::to_string(pos) + ", " + std::to_string(pos + n) +
-                                   ") are not all inside the " + std::to_string(size_) + "-byte value");
-  }
-  if (n == 0) return Status::OK();
+  Status s = CheckRange(pos, n);
+  if (!s.ok() || n == 0) return s;
   const uint64_t ahead = std::min(size_, pos + n + kReadAhead);
   if (pos + n < size_ && ahead > advised_) {
     const uint64_t from = std::max(advised_, pos + n);
     blob_->file()->WillNeed(value_at_ + from, ahead - from);
     advised_ = ahead;
   }
-  Status s = blocks_ ? ReadBlocks(pos, n, dst) : ReadInOrder(pos, n, dst);
-  if (s.IsCorruption() && !counted_) {
-    counted_ = true;
-    std::shared_ptr<Engine> engine = engine_.lock();
-    if (engine != nullptr) engine->corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
-  }
-  return s;
+  return Counted(blocks_ ? ReadBlocks(pos, n, dst) : ReadInOrder(pos, n, dst));
 }
 
 Status ValueReader::ReadBlocks(uint64_t pos, size_t n, char* dst) {
@@ -92,44 +106,100 @@ Status ValueReader::ReadBlocks(uint64_t pos, size_t n, char* dst) {
   uint64_t inner_begin = from;
   uint64_t inner_end = to;
   if (head_partial) {
-    parts[count++] = IoBuffer{scratch(), static_cast<size_t>(head_end - from)};
+    parts[count++] = IoBuffer{Scratch(), static_cast<size_t>(head_end - from)};
     inner_begin = head_end;
   }
   if (tail_partial) inner_end = tail_begin;
   if (inner_end > inner_begin) {
     parts[count++] = IoBuffer{dst + (inner_begin - pos), static_cast<size_t>(inner_end - inner_begin)};
   }
-  if (tail_partial) parts[count++] = IoBuffer{scratch() + kBlock, static_cast<size_t>(to - tail_begin)};
+  if (tail_partial) parts[count++] = IoBuffer{Scratch() + kBlock, static_cast<size_t>(to - tail_begin)};
   size_t got = 0;
   Status s = blob_->file()->ReadV(value_at_ + from, parts, count, &got);
   if (!s.ok()) return s;
   if (got != to - from) return blob_->Damaged("record truncated", record_at_);
   for (uint64_t at = from; at < to; at += kBlock) {
-    const char* block = head_partial && at == from        ? scratch()
-                        : tail_partial && at == tail_begin ? scratch() + kBlock
+    const char* block = head_partial && at == from        ? Scratch()
+                        : tail_partial && at == tail_begin ? Scratch() + kBlock
                                                            : dst + (at - pos);
     const size_t len = static_cast<size_t>(std::min(kBlock, to - at));
     if (crc32c::Value(block, len) != DecodeFixed32(block_crcs_.data() + 4 * (at / kBlock))) {
       return blob_->Damaged("block " + std::to_string(at / kBlock) + " checksum mismatch", record_at_);
     }
   }
-  if (head_partial) std::memcpy(dst, scratch() + (pos - from), static_cast<size_t>(std::min(end, head_end) - pos));
-  if (tail_partial) std::memcpy(dst + (tail_begin - pos), scratch() + kBlock, static_cast<size_t>(end - tail_begin));
+  if (head_partial) std::memcpy(dst, Scratch() + (pos - from), static_cast<size_t>(std::min(end, head_end) - pos));
+  if (tail_partial) std::memcpy(dst + (tail_begin - pos), Scratch() + kBlock, static_cast<size_t>(end - tail_begin));
   return Status::OK();
 }
 
-Status ValueReader::ReadInOrder(uint64_t pos, size_t n, char* dst) {
+Status ValueReader::SendTo(uint64_t pos, size_t n, int out_fd, size_t* sent) {
+  *sent = 0;
+  Status s = CheckRange(pos, n);
+  if (!s.ok()) return s;
+  char* const window = Window();
+  while (*sent < n) {
+    const uint64_t at = pos + *sent;
+    // Windows end on block boundaries, so that the next one starts on one.
+    const uint64_t end = std::min(pos + n, at / kBlock * kBlock + kSendWindow);
+    const size_t len = static_cast<size_t>(end - at);
+    uint32_t crc_at = 0;
+    if (!blocks_) {
+      s = CatchUp(at);
+      if (!s.ok()) {
+        Restart();
+        return Counted(s);
+      }
+      crc_at = crc_;
+    }
+    s = Read(at, len, window);
+    if (!s.ok()) return s;
+    size_t out = 0;
+    s = blob_->file()->SendTo(value_at_ + at, len, out_fd, &out);
+    *sent += out;
+    if (!blocks_ && out < len) {
+      // The CRC runs over the bytes sent: the rest are read again, in order.
+      crc_ = crc32c::Extend(crc_at, window, out);
+      returned_ = at + out;
+    }
+    if (s.IsWouldBlock()) return Status::OK();
+    if (!s.ok()) return s;
+    if (out < len) return Counted(blob_->Damaged("record truncated", record_at_));
+  }
+  return Status::OK();
+}
+
+Status ValueReader::CheckRange(uint64_t pos, size_t n) const {
+  if (pos <= size_ && n <= size_ - pos) return Status::OK();
+  return Status::InvalidArgument("bytes [" + std::to_string(pos) + ", " + std::to_string(pos + n) +
+                                 ") are not all inside the " + std::to_string(size_) + "-byte value");
+}
+
+Status ValueReader::Counted(Status s) {
+  if (s.IsCorruption() && !counted_) {
+    counted_ = true;
+    std::shared_ptr<Engine> engine = engine_.lock();
+    if (engine != nullptr) engine->corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return s;
+}
+
+Status ValueReader::CatchUp(uint64_t pos) {
   if (pos < returned_) Restart();
   Status s;
   // The bytes between: the CRC needs them, the caller does not.
   while (s.ok() && returned_ < pos) {
     const size_t chunk = static_cast<size_t>(std::min(pos - returned_, 2 * kBlock));
-    s = ReadRaw(returned_, chunk, scratch());
+    s = ReadRaw(returned_, chunk, Scratch());
     if (s.ok()) {
-      crc_ = crc32c::Extend(crc_, scratch(), chunk);
+      crc_ = crc32c::Extend(crc_, Scratch(), chunk);
       returned_ += chunk;
     }
   }
+  return s;
+}
+
+Status ValueReader::ReadInOrder(uint64_t pos, size_t n, char* dst) {
+  Status s = CatchUp(pos);
   if (s.ok()) s = ReadRaw(pos, n, dst);
   if (s.ok()) {
     crc_ = crc32c::Extend(crc_, dst, n);
@@ -151,11 +221,6 @@ Status ValueReader::ReadRaw(uint64_t pos, size_t n, char* dst) {
 void ValueReader::Restart() {
   returned_ = 0;
   crc_ = crc_prefix_;
-}
-
-char* ValueReader::scratch() {
-  if (scratch_ == nullptr) scratch_.reset(new char[2 * kBlock]);
-  return scratch_.get();
 }
 
 }  // namespace oyster

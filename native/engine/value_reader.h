@@ -43,6 +43,10 @@ class ValueReader {
   // The value's length in bytes.
   uint64_t size() const { return size_; }
   const Version& version() const { return version_; }
+  // The value's first min(size(), kHeadSize) bytes as the file held them
+  // when the reader was opened, not checked: for guesses about the value
+  // (its content type), never to be passed on as the value's bytes.
+  const std::string& head() const { return head_; }
 
   // Reads value bytes [pos, pos + n) into dst. OK: dst holds them, verified
   // as described above (without block checksums, only once a read reached
@@ -65,7 +69,25 @@ class ValueReader {
   // parts arrive while this one is sent).
   Status Read(uint64_t pos, size_t n, char* dst);
 
+  // Sends value bytes [pos, pos + n) to out_fd, a socket in non-blocking
+  // mode, as Read would return them: the bytes of each window of up to
+  // kSendWindow are read and checked as Read checks them, and then sent
+  // from the blob's file by File::SendTo (sendfile), so they cross no user
+  // memory on their way out. What is checked is what the page cache holds
+  // just before the kernel sends from it. *sent: bytes [pos, pos + *sent)
+  // were sent. OK with *sent == n, or with *sent < n when out_fd took no
+  // more (its buffer is full; the caller sends the rest when it drains,
+  // with SendTo or Read: a reader without block checksums keeps its record
+  // CRC running over exactly the bytes sent). InvalidArgument as Read;
+  // Corruption when a window fails its check, before any byte of it is
+  // sent, or the file ends under the reader; IOError when the file cannot
+  // be read or out_fd fails (a peer that left); NotSupported where the
+  // file cannot send (the caller reads instead).
+  Status SendTo(uint64_t pos, size_t n, int out_fd, size_t* sent);
+
   static constexpr uint64_t kReadAhead = 4 << 20;
+  static constexpr size_t kSendWindow = 256 << 10;
+  static constexpr size_t kHeadSize = 512;
 
  private:
   friend class Engine;
@@ -82,13 +104,20 @@ class ValueReader {
   static Status Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry,
                      const char* key, size_t key_size, bool no_wait, std::unique_ptr<ValueReader>* reader);
 
+  // InvalidArgument unless [pos, pos + n) lies inside the value.
+  Status CheckRange(uint64_t pos, size_t n) const;
+  // s, having counted it in the engine's corrupt_reads if it is the
+  // reader's first Corruption.
+  Status Counted(Status s);
   Status ReadBlocks(uint64_t pos, size_t n, char* dst);
   Status ReadInOrder(uint64_t pos, size_t n, char* dst);
+  // Without blocks_: takes the bytes between the last byte returned and
+  // pos into the CRC (from the value's start if pos comes before it).
+  Status CatchUp(uint64_t pos);
   // Reads value bytes [pos, pos + n) as they are; Corruption if the file ends first.
   Status ReadRaw(uint64_t pos, size_t n, char* dst);
   // Forgets the bytes returned: the next read starts from the value's start.
   void Restart();
-  char* scratch();
 
   const std::weak_ptr<Engine> engine_;  // counts corruption; the reader outlives it
   const std::shared_ptr<Blob> blob_;
@@ -100,12 +129,12 @@ class ValueReader {
   const uint32_t record_crc_;    // as the header holds it
   const uint32_t crc_prefix_;    // the record CRC over the header's part
   std::string block_crcs_;       // blocks_: u32 LE each, as in the file
+  std::string head_;
 
   uint64_t advised_ = 0;   // value bytes up to here were announced (File::WillNeed)
   uint64_t returned_ = 0;  // without blocks_: value bytes [0, returned_) went into crc_
   uint32_t crc_;
-  std::unique_ptr<char[]> scratch_;  // two blocks, allocated on first use
-  bool counted_ = false;             // corruption was counted
+  bool counted_ = false;   // corruption was counted
 };
 
 }  // namespace oyster

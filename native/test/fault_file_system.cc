@@ -96,6 +96,12 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return base_->ReadNoWait(offset, n, buf, bytes_read);
   }
 
+  Status SendTo(uint64_t offset, size_t n, int out_fd, size_t* sent) const override {
+    *sent = 0;
+    if (fs_->ShouldFailRead()) return Status::IOError("injected read fault in " + path(), EIO);
+    return base_->SendTo(offset, n, out_fd, sent);
+  }
+
   Status Write(uint64_t offset, const IoSlice* slices, int count) override {
     return fs_->Counted(WriteNow(offset, slices, count));
   }

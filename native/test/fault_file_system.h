@@ -33,7 +33,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // `partial_bytes` of its data (a torn write), or nothing if 0.
   void FailWritesFrom(uint64_t n, size_t partial_bytes = 0);
   void FailSyncs(bool fail);      // File::Sync -> EIO
-  void FailReads(bool fail);      // File::Read and ReadV -> EIO
+  void FailReads(bool fail);      // File::Read, ReadV and SendTo -> EIO
   void FailTruncates(bool fail);  // File::Truncate -> EIO
   void FailRenames(bool fail);    // Rename -> EIO
   void FailCreates(bool fail);    // OpenFile(create_new = true) -> ENOSPC

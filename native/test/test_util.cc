@@ -380,6 +380,23 @@ std::string Read(Engine* engine, const std::string& key) {
   return std::string(r.record.storage.get() + r.record.value_offset, r.record.value_size);
 }
 
+std::unique_ptr<ValueReader> OpenReader(Engine* e, const std::string& key, RecordLocation* at) {
+  LookupResult l;
+  RecordLocation where;
+  ASSERT_OK(e->Locate(ReadOptions(), key.data(), &l, &where));
+  ASSERT_EQ(l.kind, GetResult::kFound);
+  std::unique_ptr<ValueReader> r;
+  ASSERT_OK(e->OpenValue(ReadOptions(), key.data(), where, &r));
+  if (at != nullptr) *at = where;
+  return r;
+}
+
+void WriteLegacyBlob(const std::string& dir, uint32_t format, const std::string& key, const Version& v,
+                     const std::string& value) {
+  WriteFileOrThrow(BlobPath(dir, 1),
+                   BlobHeaderBytes(format, key.size(), 1) + RecordHeaderBytes(format, 0, kBlobHeaderSize, v, key, value) + value);
+}
+
 void Model::Apply(const WriteOp& op) {
   auto it = entries_.find(op.key);
   if (it != entries_.end() && CompareRecords(it->second.version, it->second.tombstone, op.version, op.tombstone) > 0) {

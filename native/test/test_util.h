@@ -223,6 +223,16 @@ std::vector<WriteOp> Puts(uint64_t from, uint64_t to, uint64_t ts = 1, size_t si
 // "ERROR: <status>" (values in tests never look like these).
 std::string Read(Engine* engine, const std::string& key);
 
+// A reader of the value of key's newest record in e (a value), and where
+// that record is.
+std::unique_ptr<ValueReader> OpenReader(Engine* e, const std::string& key, RecordLocation* at = nullptr);
+
+// Writes a blob of `format` holding one record of key at version v with
+// `value` and no block checksums, whatever its size, as engines before
+// block checksums wrote them; the engine finds it by a scan.
+void WriteLegacyBlob(const std::string& dir, uint32_t format, const std::string& key, const Version& v,
+                     const std::string& value);
+
 // The expected state of the store under the engine's rules (the newest
 // record by CompareRecords wins; a full tie goes to the later write).
 class Model {

@@ -24,23 +24,13 @@ namespace {
 using test::Engines;
 using test::FaultInjectingFileSystem;
 using test::Key;
+using test::OpenReader;
 using test::TestEngine;
 using test::ValueFor;
+using test::WriteLegacyBlob;
 
 constexpr uint64_t B = kValueBlockSize;
 const size_t kHeader = RecordHeaderSize(kBlobFormatVersion, 16);
-
-// The record of key, and a reader of its value.
-std::unique_ptr<ValueReader> OpenReader(Engine* e, const std::string& key, RecordLocation* at = nullptr) {
-  LookupResult l;
-  RecordLocation where;
-  ASSERT_OK(e->Locate(ReadOptions(), key.data(), &l, &where));
-  ASSERT_EQ(l.kind, GetResult::kFound);
-  std::unique_ptr<ValueReader> r;
-  ASSERT_OK(e->OpenValue(ReadOptions(), key.data(), where, &r));
-  if (at != nullptr) *at = where;
-  return r;
-}
 
 // Value bytes [pos, pos + n) as read, or "ERROR: ..." if the read fails.
 std::string ReadRange(ValueReader* r, uint64_t pos, size_t n) {
@@ -61,16 +51,6 @@ Status ReadAll(ValueReader* r, size_t piece, std::string* out) {
 
 uint64_t CorruptReads(Engine* e) { return e->Stats().corrupt_reads; }
 
-// Writes a blob of `format` holding one record of key at version v with
-// `value` and no block checksums, whatever its size, as engines before
-// block checksums wrote them; the engine finds it by a scan.
-void WriteLegacyBlob(const std::string& dir, uint32_t format, const std::string& key, const Version& v,
-                     const std::string& value) {
-  test::WriteFileOrThrow(test::BlobPath(dir, 1), test::BlobHeaderBytes(format, key.size(), 1) +
-                                                     test::RecordHeaderBytes(format, 0, kBlobHeaderSize, v, key, value) +
-                                                     value);
-}
-
 }  // namespace
 
 TEST(ValueReader, RangesAroundEveryBlockBoundary) {
@@ -84,6 +64,7 @@ TEST(ValueReader, RangesAroundEveryBlockBoundary) {
     std::unique_ptr<ValueReader> r = OpenReader(db.get(), k);
     ASSERT_EQ(r->size(), value.size());
     ASSERT_EQ(r->version().timestamp, 2u);
+    ASSERT_EQ(r->head(), value.substr(0, ValueReader::kHeadSize));
     for (uint64_t boundary = 0; boundary <= value.size(); boundary += B) {
       for (uint64_t pos : {boundary - 1, boundary, boundary + 1}) {
         for (uint64_t n : {uint64_t{1}, uint64_t{2}, B - 1, B, B + 1, 3 * B}) {
@@ -102,6 +83,19 @@ TEST(ValueReader, RangesAroundEveryBlockBoundary) {
     }
   }
   ASSERT_EQ(CorruptReads(db.get()), 0u);
+}
+
+// The first bytes come with the open, whatever the value's size.
+TEST(ValueReader, HeadHoldsTheFirstBytes) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  const size_t h = ValueReader::kHeadSize;
+  for (size_t size : {size_t{0}, size_t{1}, h - 1, h, h + 1, 2 * B}) {
+    const std::string key = Key(size);
+    const std::string value = ValueFor(key, 1, size);
+    ASSERT_OK(test::Put(db.get(), key, 1, value));
+    ASSERT_EQ(OpenReader(db.get(), key)->head(), value.substr(0, h)) << size;
+  }
 }
 
 TEST(ValueReader, RangesOutsideTheValue) {
@@ -192,6 +186,7 @@ TEST(ValueReader, LegacyLargeValueCheckedAtItsEnd) {
     RecordLocation at;
     std::unique_ptr<ValueReader> r = OpenReader(db.get(), key, &at);
     ASSERT_EQ(r->size(), value.size());
+    ASSERT_EQ(r->head(), value.substr(0, ValueReader::kHeadSize));
     std::string all;
     ASSERT_OK(ReadAll(r.get(), 10007, &all));
     ASSERT_TRUE(all == value) << format;

@@ -57,6 +57,17 @@ class File {
   // may start reading them into the page cache now, without waiting. No
   // effect by default.
   virtual void WillNeed(uint64_t offset, uint64_t n) const {}
+  // Sends bytes [offset, offset + n) of the file to out_fd, a socket in
+  // non-blocking mode, straight from the page cache (sendfile: no copy
+  // through user memory). *sent: the bytes sent, from offset on. OK with
+  // *sent == n, or *sent < n when the file ended first; WouldBlock when
+  // out_fd took no more (its buffer is full: *sent went before); IOError
+  // when either side fails (a socket the peer closed: EPIPE, ECONNRESET).
+  // NotSupported by default.
+  virtual Status SendTo(uint64_t offset, size_t n, int out_fd, size_t* sent) const {
+    *sent = 0;
+    return Status::NotSupported("no sendfile for " + path());
+  }
   virtual Status Truncate(uint64_t size) = 0;
   virtual Status Size(uint64_t* size) const = 0;
   // Whether the file has been unlinked (its directory deleted, say) while

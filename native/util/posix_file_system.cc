@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -167,6 +168,22 @@ class PosixFile final : public File {
 
   void WillNeed(uint64_t offset, uint64_t n) const override {
     ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+  }
+
+  Status SendTo(uint64_t offset, size_t n, int out_fd, size_t* sent) const override {
+    *sent = 0;
+    while (*sent < n) {
+      off_t at = static_cast<off_t>(offset + *sent);
+      ssize_t r = ::sendfile(out_fd, fd_, &at, n - *sent);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::WouldBlock("the socket takes no more of " + path_);
+        return PosixError("send " + path_, errno);
+      }
+      if (r == 0) break;
+      *sent += static_cast<size_t>(r);
+    }
+    return Status::OK();
   }
 
   Status Truncate(uint64_t size) override {

@@ -13,6 +13,15 @@ export interface ValueReader {
    * block checksums is checked as a whole, by the read that reaches its end.
    */
   read(offset: number, target: Buffer): Promise<void>;
+  /**
+   * Sends value bytes [offset, offset + n) to the socket whose descriptor is
+   * `fd` (non-blocking; nothing else may write to it meanwhile), checked as
+   * read checks them, without copying them through memory. Resolves with
+   * the bytes sent, fewer than n once the socket's buffer is full: the rest
+   * is sent when it drains (by sendTo, or read and written). Rejects as read
+   * does, or when the socket fails.
+   */
+  sendTo(fd: number, offset: number, n: number): Promise<number>;
   /** Releases what the reader holds; later reads reject. */
   close(): void;
 }
@@ -22,6 +31,8 @@ export interface OpenedValue {
   kind: 'found';
   version: Version;
   size: number;
+  /** Its first bytes (up to 512), as stored and unchecked: for guessing its content type, never sent as the value. */
+  head: Buffer;
   reader: ValueReader;
 }
 

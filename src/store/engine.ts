@@ -130,6 +130,9 @@ class EngineValueReader implements ValueReader {
   read(offset: number, target: Buffer): Promise<void> {
     return settle(() => this.handle.read(offset, target));
   }
+  sendTo(fd: number, offset: number, n: number): Promise<number> {
+    return settle(() => this.handle.sendTo(fd, offset, n));
+  }
   close(): void {
     this.handle.close();
   }
@@ -240,7 +243,7 @@ export class EngineSet {
     if (this.handle === null) return null;
     const r = await settle(() => this.handle!.openNewest(key, wholeUpTo));
     if (r === null || !('reader' in r)) return r;
-    return { kind: 'found', version: r.version, size: r.size, reader: new EngineValueReader(r.reader) };
+    return { kind: 'found', version: r.version, size: r.size, head: r.head, reader: new EngineValueReader(r.reader) };
   }
 
   /**

@@ -168,6 +168,8 @@ export interface NativeValueReader {
   readonly size: number;
   /** Value bytes [offset, offset + target.length) into target, verified as ValueReader does; rejects with OYSTER_CORRUPTION (err.version set) when a checked part fails. */
   read(offset: number, target: Buffer): Promise<void>;
+  /** Value bytes [offset, offset + n) sent to the non-blocking socket `fd` straight from the blob's file, each window verified first; resolves with the bytes sent, fewer than n once the socket's buffer is full; rejects as read does, or with OYSTER_IO_ERROR when the socket fails. */
+  sendTo(fd: number, offset: number, n: number): Promise<number>;
   /** Releases the record's blob; later reads reject. Idempotent. A reader dropped without close is released when collected. */
   close(): void;
 }
@@ -190,7 +192,7 @@ export interface NativeEngine {
 export interface NativeEngineSet {
   getNewest(key: Buffer): Promise<StoredRecord | null>;
   /** As getNewest, but a value larger than wholeUpTo bytes comes as a reader instead of being read. */
-  openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | { kind: 'found'; version: Version; size: number; reader: NativeValueReader } | null>;
+  openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | { kind: 'found'; version: Version; size: number; head: Buffer; reader: NativeValueReader } | null>;
   /**
    * getNewest without waiting: the value's length (value at the start of
    * `into`), -1 no record, -2 tombstone, undefined if it would wait; meta =

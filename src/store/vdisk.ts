@@ -38,6 +38,10 @@ type State = 'stopped' | 'running' | 'remounting';
 // With `open`, values up to this size are still read whole: below it a read
 // in parts costs more than it saves.
 const WHOLE_UP_TO = 64 * 1024;
+// What a send to a socket fails with when the other end went away.
+const CONNECTION_ERRNO = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN', 'ECONNABORTED', 'ETIMEDOUT']);
+const isConnectionError = (err: unknown): boolean =>
+  isEngineError(err, EngineErrorCode.io) && err.syscallCode !== undefined && CONNECTION_ERRNO.has(err.syscallCode);
 
 export class Vdisk {
   readonly partitions: PartitionList;
@@ -349,6 +353,9 @@ export class Vdisk {
       reader: {
         size: reader.size,
         read: (offset, target) => reader.read(offset, target).catch((err: unknown) => Promise.reject(this.failure('get', err))),
+        // A client that left fails a send: no failure of the engine's.
+        sendTo: (fd, offset, n) =>
+          reader.sendTo(fd, offset, n).catch((err: unknown) => Promise.reject(isConnectionError(err) ? err : this.failure('get', err))),
         close: () => reader.close(),
       },
     };

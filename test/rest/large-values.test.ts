@@ -4,8 +4,10 @@
 // holds the previous value or the new one after restart, never a part, and a
 // flipped byte inside a large value is never served as the value: the read
 // is aborted and counted; ranges, HEAD and validators on a value read in
-// parts, a reader that stalls cut off, and a GET pipelined behind a streamed
-// POST answered with the new value.
+// parts, a reader that stalls cut off, pipelined GETs read slowly (sends
+// that find the socket full, the rest written through Node's stream)
+// answered exactly and in order, and a GET pipelined behind a streamed POST
+// answered with the new value.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -39,7 +41,7 @@ function peakRss(pid: number): number {
 }
 
 // How much a node's peak resident set may grow while one large value goes
-// in and out: the body's two windows, the answer's two buffers, the socket
+// in and out: the body's two windows, the answer's buffer, the socket
 // buffers, the pieces already written and not yet collected (V8 frees
 // buffers by the tens of MiB), and the code and heap of the paths run for
 // the first time. The value itself is 64 MiB or 1 GiB.
@@ -328,6 +330,51 @@ t.test('a client that reads nothing of a large answer is cut off after http_requ
   t.ok(received < 64 * MiB, `the connection was closed short of the value (${(received / MiB).toFixed(1)} MiB received)`);
   const again = await call(node.url, 'GET', '/data/9', undefined, { Range: 'bytes=0-9' });
   t.equal(again.status, 206, 'others are served');
+});
+
+t.test('pipelined GETs of large values read slowly: every answer whole, exact and in order', async (t) => {
+  const c = await cluster(t, '64 MiB');
+  const node = await c.start();
+  const a = pattern(12 * MiB + 7, 71);
+  const b = pattern(3 * MiB + 5, 72);
+  t.equal((await call(node.url, 'POST', '/data/71', a)).status, 201);
+  t.equal((await call(node.url, 'POST', '/data/72', b)).status, 201);
+  const socket = net.connect(Number(new URL(node.url).port), '127.0.0.1');
+  await new Promise((resolve) => socket.on('connect', resolve));
+  // A reader that stops for a while after every MiB: the node's sends find
+  // the socket's buffer full again and again.
+  const chunks: Buffer[] = [];
+  let received = 0;
+  socket.on('data', (d: Buffer) => {
+    chunks.push(d);
+    const before = received;
+    received += d.length;
+    if (Math.floor(received / MiB) > Math.floor(before / MiB)) {
+      socket.pause();
+      setTimeout(() => socket.resume(), 15);
+    }
+  });
+  const closed = new Promise((resolve) => socket.on('close', resolve));
+  socket.write(
+    'GET /data/71 HTTP/1.1\r\nHost: x\r\n\r\n' +
+      `GET /data/72 HTTP/1.1\r\nHost: x\r\nRange: bytes=1000-${2 * MiB}\r\n\r\n` +
+      'GET /data/71 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+  );
+  await closed;
+  let all = Buffer.concat(chunks);
+  const answers: Array<{ status: number; body: Buffer }> = [];
+  while (all.length > 0) {
+    const headEnd = all.indexOf('\r\n\r\n');
+    const head = all.subarray(0, headEnd).toString('latin1');
+    const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
+    answers.push({ status: Number(head.slice(9, 12)), body: all.subarray(headEnd + 4, headEnd + 4 + length) });
+    all = all.subarray(headEnd + 4 + length);
+  }
+  t.same(answers.map((r) => r.status), [200, 206, 200], 'three answers, in the order asked');
+  t.ok(answers[0].body.equals(a), 'the first value, byte-exact');
+  t.ok(answers[1].body.equals(b.subarray(1000, 2 * MiB + 1)), 'the range of the second');
+  t.ok(answers[2].body.equals(a), 'the first value again');
+  await node.stop();
 });
 
 t.test('a GET pipelined behind a streamed POST of the same key answers with the new value', async (t) => {

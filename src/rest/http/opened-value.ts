@@ -1,9 +1,12 @@
-// A value too large to hold whole, sent as it is read: each part is read
-// into one of two buffers while the other is written to the socket, so an
-// answer holds at most 2 × CHUNK bytes whatever the value's size (one
-// buffer for a value of one part); those bytes are taken from the node's
-// budget of values in flight (http_body_memory_limit), and the buffers are
-// kept for the next answers, up to that budget.
+// A value too large to hold whole, sent as it is read, in parts of up to
+// CHUNK bytes. On a plain socket each part goes from the blob's file to the
+// socket as far as the socket's buffer takes it (sendfile: the bytes cross
+// no memory of ours); what it does not take, and every part on a TLS
+// socket, is read into a buffer and written through Node's stream, which
+// waits for the socket to drain. An answer holds at most one CHUNK buffer
+// whatever the value's size, taken from the node's budget of values in
+// flight (http_body_memory_limit); buffers are kept for the next answers,
+// up to that budget.
 //
 // Each part is checked before it is sent. A part that fails its checksum
 // ends the answer by closing the connection: the client has received fewer
@@ -11,14 +14,14 @@
 // whole value. (A value stored without block checksums, from before they
 // existed, is checked as a whole when its last part is read: the parts
 // before were sent unchecked, and the connection is closed all the same.)
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Context } from 'koa';
 import { OpenedValue } from '../../model/value';
 import { BodyBudget } from '../body-budget';
 import { sniffContentType } from '../content-type';
 
 export const CHUNK = 1024 * 1024;
-// What the content type is guessed from: the longest signature sniffed is shorter.
-const SNIFF_BYTES = 512;
 // Buffers kept for the next answers, up to the budget they were taken
 // from: a fresh 1 MiB buffer per answer costs page faults and collections.
 const spare: Buffer[] = [];
@@ -32,9 +35,9 @@ const giveBuffer = (budget: BodyBudget, b: Buffer): void => {
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
  * headers set on ctx, and the Content-Type guessed from the value's first
  * bytes; the caller closes the reader once this settles. Rejects before
- * anything is sent (503 when the budget has no room, a damaged first part);
- * once the first byte is out, a failure closes the connection and the
- * promise resolves.
+ * anything is sent (503 when the budget has no room; on a TLS socket, a
+ * damaged first part); once the headers are out, a failure closes the
+ * connection and the promise resolves.
  */
 export async function sendOpened(
   ctx: Context,
@@ -44,61 +47,78 @@ export async function sendOpened(
   { bodyBudget: budget, sendTimeoutMs }: { bodyBudget: BodyBudget; sendTimeoutMs: number },
 ): Promise<void> {
   const length = end - start + 1;
+  const type = sniffContentType(v.head);
   if (ctx.method === 'HEAD') {
     // Koa answers a HEAD with the headers set, Content-Length included, and no body.
-    ctx.set('Content-Type', await sniffed(v));
+    ctx.set('Content-Type', type);
     ctx.length = length;
     return;
   }
-  // A value of one part needs one buffer.
-  const count = length > CHUNK ? 2 : 1;
-  const room = count * Math.min(CHUNK, length);
+  const room = Math.min(CHUNK, length);
   if (!(await budget.take(room))) {
     ctx.set('Retry-After', '5');
     ctx.throw(503, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
   }
   const res = ctx.res;
-  const buffers = count === 2 ? [takeBuffer(), takeBuffer()] : [takeBuffer()];
-  let sending = false;
-  try {
-    let pos = start;
-    let which = 0;
-    let piece = await read(v, buffers[which], pos, end);
-    ctx.set('Content-Type', start === 0 ? sniffContentType(piece) : await sniffed(v));
+  let buffer: Buffer | null = null;
+  // Until the answer is committed, an error is still the answer.
+  let committed = false;
+  const commit = () => {
+    if (committed) return;
+    committed = true;
+    ctx.set('Content-Type', type);
     ctx.respond = false;
     res.statusCode = ctx.status;
     res.setHeader('Content-Length', length);
-    sending = true;
+  };
+  try {
     const gone = new Promise<never>((_, reject) => res.once('close', () => reject(new Error('connection closed'))));
     gone.catch(() => undefined);
-    for (;;) {
-      pos += piece.length;
-      which = (which + 1) % count;
-      const next = pos <= end ? read(v, buffers[which], pos, end) : null;
-      next?.catch(() => undefined);
-      await Promise.race([write(res, piece, sendTimeoutMs), gone]);
-      if (next === null) break;
-      piece = await Promise.race([next, gone]);
+    const fd = plainSocketFd(res.socket);
+    if (fd !== null) {
+      commit();
+      await Promise.race([flushHeaders(res), gone]);
+    }
+    for (let pos = start; pos <= end; ) {
+      const n = Math.min(CHUNK, end + 1 - pos);
+      const sent = fd === null ? 0 : await Promise.race([v.reader.sendTo(fd, pos, n), gone]);
+      if (sent < n) {
+        buffer ??= takeBuffer();
+        const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
+        commit();
+        await Promise.race([write(res, piece, sendTimeoutMs), gone]);
+      }
+      pos += n;
     }
     res.end();
   } catch (err) {
     // Before the first byte the error is the answer; after it, the
     // connection is closed (storage counted and logged a damaged part; a
     // client that left is no news).
-    if (!sending) throw err;
+    if (!committed) throw err;
     res.destroy();
   } finally {
     budget.give(room);
     // A buffer may still be read into when the answer failed: not used again then.
-    if (!sending || res.writableFinished) for (const b of buffers) giveBuffer(budget, b);
+    if (buffer !== null && res.writableFinished) giveBuffer(budget, buffer);
   }
 }
 
-// The value's first bytes, for its Content-Type.
-async function sniffed(v: OpenedValue): Promise<string> {
-  const head = Buffer.allocUnsafe(Math.min(SNIFF_BYTES, v.size));
-  await v.reader.read(0, head);
-  return sniffContentType(head);
+// The descriptor of a plain (not TLS) socket, which the kernel can send a
+// file's pages to; null for TLS, whose bytes must pass through its cipher.
+function plainSocketFd(socket: Socket | null): number | null {
+  if (socket === null || (socket as TLSSocket).encrypted) return null;
+  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : null;
+}
+
+// Sends the headers and resolves once the socket holds nothing of ours:
+// bytes sent past Node's stream must come after everything written to it.
+function flushHeaders(res: Context['res']): Promise<void> {
+  res.flushHeaders();
+  const socket = res.socket!;
+  if (socket.writableLength === 0 && socket.writableCorked === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => socket.write(Buffer.alloc(0), (err) => (err ? reject(err) : resolve())));
 }
 
 async function read(v: OpenedValue, buffer: Buffer, pos: number, end: number): Promise<Buffer> {
