@@ -162,6 +162,18 @@ class GetNewestOp final : public PoolOp {
   GetResult result_;
 };
 
+// {kind: 'found', version, size, head, reader} for a value opened to be read in parts.
+Napi::Value OpenedToJs(Napi::Env env, AddonData* data, std::unique_ptr<ValueReader> reader) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("kind", Napi::String::New(env, "found"));
+  o.Set("version", VersionToJs(env, reader->version()));
+  o.Set("size", Napi::Number::New(env, static_cast<double>(reader->size())));
+  const std::string& head = reader->head();
+  o.Set("head", Napi::Buffer<char>::Copy(env, head.data(), head.size()));
+  o.Set("reader", ValueReaderWrap::New(env, data, std::move(reader)));
+  return o;
+}
+
 // Newest record of a key across the engines of a set, a large value as a
 // reader rather than read.
 class OpenNewestOp final : public PoolOp {
@@ -177,14 +189,7 @@ class OpenNewestOp final : public PoolOp {
       const bool found = result_.kind == GetResult::kFound;
       return RecordToJs(env, result_.kind, result_.version, found ? MakeBuffer(env, &result_.record) : Napi::Value());
     }
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("kind", Napi::String::New(env, "found"));
-    o.Set("version", VersionToJs(env, result_.version));
-    o.Set("size", Napi::Number::New(env, static_cast<double>(result_.value_size)));
-    const std::string& head = result_.reader->head();
-    o.Set("head", Napi::Buffer<char>::Copy(env, head.data(), head.size()));
-    o.Set("reader", ValueReaderWrap::New(env, data_, std::move(result_.reader)));
-    return o;
+    return OpenedToJs(env, data_, std::move(result_.reader));
   }
 
   void Decorate(Napi::Env env, Napi::Error& e) override { DecorateCorruption(env, status_, result_.version, e); }
@@ -588,8 +593,15 @@ Napi::Value EngineSetWrap::ReadNewestNow(const Napi::CallbackInfo& info) {
   EngineSet::Location where;
   Status s = set_->Locate(no_wait, key, &newest, &where);
   if (s.ok() && newest.kind == GetResult::kFound) {
-    // A large value is no job for the event loop, even from the page cache.
-    if (newest.value_size > into_size_) return env.Undefined();
+    // A large value is no job for the event loop, even from the page cache;
+    // opening it (its header and block checksums) is.
+    if (newest.value_size > into_size_) {
+      std::unique_ptr<ValueReader> reader;
+      if (!info[1].ToBoolean() || !where.engine->OpenValue(no_wait, key, where.record, &reader).ok()) {
+        return env.Undefined();
+      }
+      return OpenedToJs(env, env.GetInstanceData<AddonData>(), std::move(reader));
+    }
     s = set_->Read(no_wait, key, where, &read_);
   }
   // Damage is never among the failures: a no-wait read leaves it to getNewest.

@@ -74,15 +74,19 @@ class EngineSetWrap : public Napi::ObjectWrap<EngineSetWrap> {
   // the engines; full ties go to the earlier engine.
   Napi::Value GetNewest(const Napi::CallbackInfo& info);
   // openNewest(key, wholeUpTo) -> Promise<StoredRecord | { kind: 'found',
-  // version, size, reader } | null>: EngineSet::Open, a value of more than
-  // wholeUpTo bytes as a ValueReader (addon/value_reader_wrap.h).
+  // version, size, head, reader } | null>: EngineSet::Open, a value of more
+  // than wholeUpTo bytes as a ValueReader (addon/value_reader_wrap.h), head
+  // its first bytes (ValueReader::head).
   Napi::Value OpenNewest(const Napi::CallbackInfo& info);
-  // readNewestNow(key) -> number | undefined: getNewest answered at once from
-  // memory and the page cache: -1 no record, -2 a tombstone, else the value's
-  // length, the value at the start of `into`; meta is [timestamp, tick, node].
-  // undefined where that would mean waiting (for the disk, a writer, a
-  // repair, a damaged record) or the value does not fit `into`. Throws what
-  // getNewest rejects with otherwise (a closed engine, an I/O error).
+  // readNewestNow(key, open?) -> number | object | undefined: getNewest
+  // answered at once from memory and the page cache: -1 no record, -2 a
+  // tombstone, else the value's length, the value at the start of `into`;
+  // meta is [timestamp, tick, node]. A value that does not fit `into` is,
+  // with `open`, opened as openNewest opens it (its header and block
+  // checksums read, not its value), the object openNewest resolves with;
+  // else undefined. undefined too where an answer would mean waiting (for
+  // the disk, a writer, a repair, a damaged record). Throws what getNewest
+  // rejects with otherwise (a closed engine, an I/O error).
   Napi::Value ReadNewestNow(const Napi::CallbackInfo& info);
   // lookupNewest(keys) -> Promise<Array<KeyState | null>>
   Napi::Value LookupNewest(const Napi::CallbackInfo& info);

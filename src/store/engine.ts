@@ -21,6 +21,7 @@ import {
   NativeScrubDamage,
   NativeScrubStats,
   NativeStats,
+  NativeOpenedValue,
   NativeValueReader,
 } from './native';
 
@@ -206,6 +207,8 @@ export class Engine {
   }
 }
 
+const opened = (r: NativeOpenedValue): OpenedValue => ({ kind: 'found', version: r.version, size: r.size, head: r.head, reader: new EngineValueReader(r.reader) });
+
 // Where readNewestNow copies a value; values that do not fit are read on the
 // engine threads, as a large copy is no job for the event loop.
 const NOW_LIMIT = 64 * 1024;
@@ -242,21 +245,25 @@ export class EngineSet {
   async openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | OpenedValue | null> {
     if (this.handle === null) return null;
     const r = await settle(() => this.handle!.openNewest(key, wholeUpTo));
-    if (r === null || !('reader' in r)) return r;
-    return { kind: 'found', version: r.version, size: r.size, head: r.head, reader: new EngineValueReader(r.reader) };
+    return r === null || !('reader' in r) ? r : opened(r);
   }
 
   /**
    * getNewest answered at once, on this thread, when memory and the page
    * cache hold everything needed (a page-cache copy costs less than a trip
    * to the engine threads and back); undefined when the read would have to
-   * wait for the disk or a writer, or the value is over 64 KiB. Throws what
-   * getNewest would reject with.
+   * wait for the disk or a writer. A value over 64 KiB is not copied: with
+   * `open` it is opened as openNewest opens it (its header and block
+   * checksums read here, its bytes left to the reader), else undefined.
+   * Throws what getNewest would reject with.
    */
-  readNewestNow(key: Buffer): StoredRecord | null | undefined {
+  readNewestNow(key: Buffer): StoredRecord | null | undefined;
+  readNewestNow(key: Buffer, open: boolean): StoredRecord | OpenedValue | null | undefined;
+  readNewestNow(key: Buffer, open = false): StoredRecord | OpenedValue | null | undefined {
     if (this.handle === null) return null;
-    const n = this.handle.readNewestNow(key);
+    const n = this.handle.readNewestNow(key, open);
     if (n === undefined) return undefined;
+    if (typeof n === 'object') return opened(n);
     if (n === -1) return null;
     const version = { timestamp: nowMeta[0], tick: nowMeta[1], node: nowMeta[2] };
     if (n === -2) return { kind: 'deleted', version };

@@ -163,6 +163,15 @@ export interface NativePutStream {
   abort(): Promise<void>;
 }
 
+/** A value opened to be read in parts: head holds its first bytes, unchecked (ValueReader::head). */
+export interface NativeOpenedValue {
+  kind: 'found';
+  version: Version;
+  size: number;
+  head: Buffer;
+  reader: NativeValueReader;
+}
+
 /** A reader of one stored value in parts (native/engine/value_reader.h). */
 export interface NativeValueReader {
   readonly size: number;
@@ -192,13 +201,14 @@ export interface NativeEngine {
 export interface NativeEngineSet {
   getNewest(key: Buffer): Promise<StoredRecord | null>;
   /** As getNewest, but a value larger than wholeUpTo bytes comes as a reader instead of being read. */
-  openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | { kind: 'found'; version: Version; size: number; head: Buffer; reader: NativeValueReader } | null>;
+  openNewest(key: Buffer, wholeUpTo: number): Promise<StoredRecord | NativeOpenedValue | null>;
   /**
    * getNewest without waiting: the value's length (value at the start of
    * `into`), -1 no record, -2 tombstone, undefined if it would wait; meta =
-   * [timestamp, tick, node].
+   * [timestamp, tick, node]. A value larger than `into`: opened as
+   * openNewest opens it with `open`, else undefined.
    */
-  readNewestNow(key: Buffer): number | undefined;
+  readNewestNow(key: Buffer, open?: boolean): number | NativeOpenedValue | undefined;
   lookupNewest(keys: Buffer[]): Promise<Array<KeyState | null>>;
   /** lookupNewest of one key without waiting: -1 no record, -2 tombstone, 1 value, undefined if it would wait; meta = [timestamp, tick, node]. */
   lookupNewestNow(key: Buffer): number | undefined;

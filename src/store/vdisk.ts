@@ -224,13 +224,14 @@ export class Vdisk {
       const shelf = this.shelf.for(set);
       const kept = shelf?.get(key);
       if (kept !== undefined) return kept;
-      let now: StoredRecord | null | undefined;
+      let now: StoredRecord | OpenedValue | null | undefined;
       try {
-        now = set.readNewestNow(key);
+        now = set.readNewestNow(key, open);
       } catch {
         // The engine threads report what made the read fail.
       }
       if (now !== undefined) {
+        if (isOpened(now)) return this.opened(now);
         shelf?.keep(key, now);
         return this.counted('get', now);
       }
@@ -244,10 +245,7 @@ export class Vdisk {
       const writes = this.shelf.writes;
       const set = this.partitions.engines;
       const r = open ? await set.openNewest(key, WHOLE_UP_TO) : await set.getNewest(key);
-      if (isOpened(r)) {
-        this.options.observer?.engine('get', 'ok', r.size);
-        return this.watched(r);
-      }
+      if (isOpened(r)) return this.opened(r);
       if (this.shelf.writes === writes && this.partitions.engines === set) this.shelf.for(set)?.keep(key, r);
       return this.counted('get', r);
     } catch (err) {
@@ -345,8 +343,9 @@ export class Vdisk {
 
   // --------------------------------------------------------------- helpers
 
-  /** An opened value whose reads report damage as this vdisk's reads do. */
-  private watched(v: OpenedValue): OpenedValue {
+  /** An opened value, counted, whose reads report damage as this vdisk's reads do. */
+  private opened(v: OpenedValue): OpenedValue {
+    this.options.observer?.engine('get', 'ok', v.size);
     const { reader } = v;
     return {
       ...v,

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { Engine, EngineErrorCode, EngineSet, isEngineError } from '../../src/store/engine';
 import { MAX_NODE_ID, MAX_TICK, StoredRecord } from '../../src/model/version';
+import { isOpened } from '../../src/model/value';
 import { keyOf, valueOf, ver } from '../helpers/records';
 import { tempDir } from '../helpers/tmpdir';
 
@@ -198,6 +199,18 @@ t.test('an EngineSet resolves versions across engines, on the engine threads and
   t.equal(abc.readNewestNow(keyOf(6)), undefined, 'readNewestNow leaves values over 64 KiB to the engine threads');
   const large = await abc.getNewest(keyOf(6));
   t.ok(large?.kind === 'found' && large.value.equals(Buffer.alloc(64 * 1024 + 1, 6)), 'getNewest reads them');
+  // Opening one needs only its header and block checksums: at once too.
+  const v = abc.readNewestNow(keyOf(6), true) ?? null;
+  t.ok(isOpened(v), 'readNewestNow with open: a value over 64 KiB opened at once');
+  if (isOpened(v)) {
+    t.same([v.version, v.size, v.head.equals(Buffer.alloc(512, 6))], [ver(300), 64 * 1024 + 1, true], 'its version, size and first bytes');
+    const all = Buffer.alloc(v.size);
+    await v.reader.read(0, all);
+    t.ok(all.equals(Buffer.alloc(64 * 1024 + 1, 6)), 'its reader reads the value');
+    v.reader.close();
+  }
+  const small = abc.readNewestNow(k1, true) ?? null;
+  t.same(isOpened(small) ? 'opened' : found(small), [200, 3, 4, 'b200'], 'a small value is still read whole with open');
   const first = abc.readNewestNow(k1);
   abc.readNewestNow(keyOf(5));
   t.same(found(first), [200, 3, 4, 'b200'], 'a value read at once is not overwritten by the next read');
