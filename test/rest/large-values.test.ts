@@ -6,8 +6,9 @@
 // is aborted and counted; ranges, HEAD and validators on a value read in
 // parts, a reader that stalls cut off, pipelined GETs read slowly (sends
 // that find the socket full, the rest written through Node's stream)
-// answered exactly and in order, and a GET pipelined behind a streamed POST
-// answered with the new value.
+// answered exactly and in order, clients that leave mid-answer counted as
+// no storage error, and a GET pipelined behind a streamed POST answered
+// with the new value.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -374,6 +375,37 @@ t.test('pipelined GETs of large values read slowly: every answer whole, exact an
   t.ok(answers[0].body.equals(a), 'the first value, byte-exact');
   t.ok(answers[1].body.equals(b.subarray(1000, 2 * MiB + 1)), 'the range of the second');
   t.ok(answers[2].body.equals(a), 'the first value again');
+  await node.stop();
+});
+
+t.test('clients that leave in the middle of large answers: no storage error counted, the node serves on', async (t) => {
+  const c = await cluster(t, '64 MiB');
+  const node = await c.start();
+  const value = pattern(16 * MiB, 81);
+  t.equal((await call(node.url, 'POST', '/data/81', value)).status, 201);
+  const metrics = async () => (await fetch(`${node.url}/metrics`)).text();
+  const errorsOf = (text: string) => Number(/^oyster_engine_operations_total\{[^}]*operation="get"[^}]*outcome="error"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
+  const before = errorsOf(await metrics());
+  for (let i = 0; i < 8; i++) {
+    const socket = net.connect(Number(new URL(node.url).port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.on('connect', resolve));
+    socket.write('GET /data/81 HTTP/1.1\r\nHost: x\r\n\r\n');
+    // Some of the answer, then gone: a reset (i even) or a close.
+    await new Promise<void>((resolve) => {
+      let got = 0;
+      socket.on('data', (d: Buffer) => {
+        got += d.length;
+        if (got < (i + 1) * 256 * 1024) return;
+        if (i % 2 === 0) socket.resetAndDestroy();
+        else socket.destroy();
+        resolve();
+      });
+    });
+  }
+  const again = await call(node.url, 'GET', '/data/81');
+  t.ok(again.body.equals(value), 'the value reads whole afterwards');
+  t.equal(errorsOf(await metrics()), before, 'oyster_engine_operations_total{operation="get",outcome="error"} unchanged');
   await node.stop();
 });
 
