@@ -104,12 +104,6 @@ export interface PutStream {
   abort(): Promise<void>;
 }
 
-// A stored value read in parts (EngineSet.openNewest), for values too large
-// to be read whole: a value over 64 KiB written by this engine carries
-// block checksums and every read is verified; one without has only its
-// record CRC, checked by the read that reaches its end (docs/FORMAT.md §6.4).
-// Reads of one reader are served one at a time, in the order asked; close
-// releases the record's file (later reads reject with OYSTER_CLOSED).
 class EnginePutStream implements PutStream {
   constructor(private readonly handle: NativePutStream) {}
   append(pieces: Buffer[]): Promise<void> {
@@ -123,6 +117,13 @@ class EnginePutStream implements PutStream {
   }
 }
 
+// A stored value read in parts (EngineSet.openNewest), for values too large
+// to be read whole: a value over 64 KiB written by this engine carries
+// block checksums and every read is verified; one without has only its
+// record CRC, checked by the read that reaches its end (docs/FORMAT.md §6.4).
+// Reads and sends of one reader are served one at a time, in the order
+// asked; close releases the record's file (later calls reject with
+// OYSTER_CLOSED).
 class EngineValueReader implements ValueReader {
   constructor(private readonly handle: NativeValueReader) {}
   get size(): number {

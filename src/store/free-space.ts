@@ -1,5 +1,6 @@
 // What a disk's file system says: how much room is left, and which failures
-// mean the disk is gone or full rather than a problem of one request.
+// mean the disk is gone or full rather than a problem of one request (or of
+// the client's connection).
 import fs from 'node:fs';
 import { Space } from '../config/reader';
 import { Logger } from '../logging/logger';
@@ -25,6 +26,13 @@ export function isDiskFailure(err: unknown): boolean {
   if (isEngineError(err, EngineErrorCode.io)) return err.syscallCode !== undefined && DEVICE_ERRNO.has(err.syscallCode);
   const code = (err as NodeJS.ErrnoException | null)?.code;
   return typeof code === 'string' && DEVICE_ERRNO.has(code);
+}
+
+const CONNECTION_ERRNO = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN', 'ECONNABORTED', 'ETIMEDOUT']);
+
+/** Whether a send of stored bytes to a client failed because the client went away: no fault of the disk's. */
+export function isConnectionError(err: unknown): boolean {
+  return isEngineError(err, EngineErrorCode.io) && err.syscallCode !== undefined && CONNECTION_ERRNO.has(err.syscallCode);
 }
 
 const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);

@@ -11,6 +11,7 @@ import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
 import { isOpened, OpenedValue } from '../model/value';
 import { isEngineError, EngineErrorCode, PutStream } from './engine';
+import { isConnectionError } from './free-space';
 import { SnapshotEntry } from './engine-snapshot';
 import { PartitionList, PartitionListOptions } from './partition-list';
 import { InFlight } from './in-flight';
@@ -38,10 +39,7 @@ type State = 'stopped' | 'running' | 'remounting';
 // With `open`, values up to this size are still read whole: below it a read
 // in parts costs more than it saves.
 const WHOLE_UP_TO = 64 * 1024;
-// What a send to a socket fails with when the other end went away.
-const CONNECTION_ERRNO = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN', 'ECONNABORTED', 'ETIMEDOUT']);
-const isConnectionError = (err: unknown): boolean =>
-  isEngineError(err, EngineErrorCode.io) && err.syscallCode !== undefined && CONNECTION_ERRNO.has(err.syscallCode);
+
 
 export class Vdisk {
   readonly partitions: PartitionList;
