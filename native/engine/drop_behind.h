@@ -8,7 +8,11 @@
 // by the host). So once a sync covers the value of a record of at least
 // kMinValueSize bytes, the engine tells the kernel it may free the value's
 // pages (File::DropCache), and the next writes take them again. Smaller
-// records stay cached: the page cache is what serves their reads.
+// records stay cached: the page cache is what serves their reads. So do the
+// newest `keep_bytes` of the large values synced in the blob being written:
+// a value is often read soon after it was written, and pages written stay
+// in large folios, which are cheaper to read and to send than the small
+// ones a random read brings back from the disk.
 //
 // Thread-safe: the engine's writer and streamed puts write and sync the
 // active blob beside each other.
@@ -17,6 +21,7 @@
 #define OYSTER_ENGINE_DROP_BEHIND_H_
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <vector>
 
@@ -26,6 +31,8 @@ namespace oyster {
 
 class DropBehind {
  public:
+  explicit DropBehind(uint64_t keep_bytes) : keep_bytes_(keep_bytes) {}
+
   // Values this large leave the page cache once durable.
   static constexpr uint64_t kMinValueSize = 256 * 1024;
   // At most this many ranges wait for a sync; past it the oldest stay cached.
@@ -39,9 +46,10 @@ class DropBehind {
   void Written(uint64_t blob_id, uint64_t offset, uint64_t n);
   // Syncs `file`, the file of blob `blob_id`, and returns what the sync
   // returned. Once it succeeded, the ranges of that blob written before it
-  // began leave the page cache; those of other blobs written before it are
-  // forgotten (a blob is synced as it is sealed; its last values stay
-  // cached).
+  // began are synced: the oldest synced ranges of the blob leave the page
+  // cache until at most keep_bytes of them stay. Ranges of other blobs,
+  // written or synced before, are forgotten (a blob is synced as it is
+  // sealed; its last values stay cached).
   Status Sync(uint64_t blob_id, File* file);
 
  private:
@@ -51,9 +59,12 @@ class DropBehind {
     uint64_t offset;
     uint64_t n;
   };
+  const uint64_t keep_bytes_;
   std::mutex mu_;
   uint64_t next_seq_ = 0;
   std::vector<Range> pending_;  // in the order written (increasing seq)
+  std::deque<Range> synced_;    // of one blob, oldest first: still cached
+  uint64_t synced_bytes_ = 0;
 };
 
 }  // namespace oyster

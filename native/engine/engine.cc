@@ -56,7 +56,8 @@ Engine::Engine(const EngineOptions& options, std::string dir)
     : options_(options),
       dir_(std::move(dir)),
       fs_(options.fs ? options.fs : FileSystem::Default()),
-      current_(std::make_shared<BlobSet>()) {}
+      current_(std::make_shared<BlobSet>()),
+      drop_behind_(options.cached_large_value_bytes) {}
 
 // Streams cannot write into files nobody serves any more.
 Engine::~Engine() { streams_->AbandonAll(); }

@@ -27,6 +27,9 @@ struct EngineOptions {
   uint64_t max_dirty_bytes_before_sync = 10 << 20;
   // Acknowledge a write only after fdatasync; concurrent writes share one.
   bool sync_writes = false;
+  // Large values (256 KiB and more) leave the page cache once synced, all
+  // but the newest this many bytes of them in the active blob (DropBehind).
+  uint64_t cached_large_value_bytes = 32 << 20;
   // Bloom filter size for closed blobs; 0 disables the filter.
   uint32_t bloom_bits_per_key = 10;
   // Blob files are named "<prefix>.<n>.blob"; no '.' or '/' allowed.

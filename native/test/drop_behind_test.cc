@@ -82,12 +82,43 @@ bool DropCacheWorks() {
 
 }  // namespace
 
+// The newest cached_large_value_bytes of the large values synced in the
+// active blob stay cached; older ones leave as newer ones are synced. A new
+// blob starts its own count: the last values of the sealed one stay.
+TEST(DropBehind, NewestSyncedValuesStayCached) {
+  FaultInjectingFileSystem fs;
+  TestEngine db(test::TmpDir() + "/partition");
+  db.options.fs = &fs;
+  db.options.sync_writes = true;
+  db.options.cached_large_value_bytes = 2 * kLarge + 100;  // two values
+  ASSERT_OK(db.Open());
+  test::Model model;
+  fs.ResetCounters();
+  std::vector<ValueRange> written;
+  std::vector<ValueRange> expected;
+  for (uint64_t i = 0; i < 5; i++) {
+    WriteEach(db.get(), {WriteOp::Put(Key(i), 1, ValueFor(Key(i), 1, kLarge + i))}, &model);
+    written.push_back(RangeOf(db.get(), Key(i)));
+    if (i >= 2) expected.push_back(written[i - 2]);
+    ASSERT_EQ(Describe(Drops(fs)), Describe(expected)) << "after key " << i;
+  }
+  ASSERT_OK(db->CloseActiveBlob());
+  for (uint64_t i = 5; i < 8; i++) {
+    WriteEach(db.get(), {WriteOp::Put(Key(i), 1, ValueFor(Key(i), 1, kLarge + i))}, &model);
+    written.push_back(RangeOf(db.get(), Key(i)));
+  }
+  expected.push_back(written[5]);  // keys 3 and 4 stay with the sealed blob
+  ASSERT_EQ(Describe(Drops(fs)), Describe(expected));
+  model.Verify(db.get());
+}
+
 // Without sync_writes: large values are dropped when the sync that covers
 // them is done, not before; small ones and values just under the line never.
 TEST(DropBehind, LargeValuesLeaveTheCacheOnceSynced) {
   FaultInjectingFileSystem fs;
   TestEngine db(test::TmpDir() + "/partition");
   db.options.fs = &fs;
+  db.options.cached_large_value_bytes = 0;  // each value leaves once synced
   db.options.max_dirty_bytes_before_sync = 3 * kLarge;
   ASSERT_OK(db.Open());
   test::Model model;
@@ -123,6 +154,7 @@ TEST(DropBehind, SyncedWritesAndStreamsDropEachLargeValue) {
   FaultInjectingFileSystem fs;
   TestEngine db(test::TmpDir() + "/partition");
   db.options.fs = &fs;
+  db.options.cached_large_value_bytes = 0;  // each value leaves once synced
   db.options.sync_writes = true;
   ASSERT_OK(db.Open());
   test::Model model;
@@ -148,6 +180,7 @@ TEST(DropBehind, LongStreamSyncsAndDropsAsItGoes) {
   FaultInjectingFileSystem fs;
   TestEngine db(test::TmpDir() + "/partition");
   db.options.fs = &fs;
+  db.options.cached_large_value_bytes = 0;  // each value leaves once synced
   db.options.max_dirty_bytes_before_sync = 2 * kLarge;
   ASSERT_OK(db.Open());
   test::Model model;
@@ -182,6 +215,7 @@ TEST(DropBehind, PagesLeaveThePageCache) {
   }
   TestEngine db(test::TmpDir() + "/partition");
   db.options.sync_writes = true;
+  db.options.cached_large_value_bytes = 0;
   ASSERT_OK(db.Open());
   test::Model model;
   WriteEach(db.get(), {WriteOp::Put(Key(1), 1, ValueFor(Key(1), 1, 4 * kLarge)),
