@@ -15,7 +15,9 @@ export interface ValueReader {
   read(offset: number, target: Buffer): Promise<void>;
   /**
    * Sends value bytes [offset, offset + n) to the socket whose descriptor is
-   * `fd` (non-blocking; nothing else may write to it meanwhile), checked as
+   * `fd` (non-blocking; nothing else may write to it meanwhile; open when
+   * called: it is duplicated before this returns, so the send never reaches
+   * whatever gets the number once it is closed), checked as
    * read checks them, without copying them through memory. Resolves with
    * the bytes sent, fewer than n once the socket's buffer is full: the rest
    * is sent when it drains (by sendTo, or read and written). Rejects as read

@@ -74,14 +74,14 @@ export async function sendOpened(
   try {
     const gone = new Promise<never>((_, reject) => res.once('close', () => reject(new Error('connection closed'))));
     gone.catch(() => undefined);
-    const fd = plainSocketFd(res.socket);
-    if (fd !== null) {
+    const plain = plainSocketFd(res.socket) !== null;
+    if (plain) {
       commit();
       await Promise.race([flushHeaders(res), gone]);
     }
     for (let pos = start; pos <= end; ) {
       const n = Math.min(CHUNK, end + 1 - pos);
-      const sent = fd === null ? 0 : await Promise.race([v.reader.sendTo(fd, pos, n), gone]);
+      const sent = plain ? await Promise.race([v.reader.sendTo(liveFd(res), pos, n), gone]) : 0;
       if (sent < n) {
         buffer ??= takeBuffer();
         const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
@@ -110,6 +110,16 @@ function plainSocketFd(socket: Socket | null): number | null {
   if (socket === null || (socket as TLSSocket).encrypted) return null;
   const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
   return typeof fd === 'number' && fd >= 0 ? fd : null;
+}
+
+// The descriptor of the answer's socket, read in the same turn as the send
+// that duplicates it (ValueReader.sendTo): once Node has destroyed the
+// socket, its number may already belong to another connection or a file.
+function liveFd(res: Context['res']): number {
+  const socket = res.socket;
+  const fd = socket === null || socket.destroyed ? null : plainSocketFd(socket);
+  if (fd === null) throw new Error('connection closed');
+  return fd;
 }
 
 // Sends the headers and resolves once the socket holds nothing of ours:
