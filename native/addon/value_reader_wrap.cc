@@ -11,11 +11,23 @@
 namespace oyster {
 namespace {
 
-class ReadOp final : public PoolOp {
+// A call of one reader: its corruption errors carry the record's version.
+class ReaderOp : public PoolOp {
+ protected:
+  ReaderOp(Napi::Env env, std::shared_ptr<ValueReader> reader)
+      : PoolOp(env, env.GetInstanceData<AddonData>()), reader_(std::move(reader)) {}
+
+  void Decorate(Napi::Env env, Napi::Error& e) override {
+    if (status_.IsCorruption()) e.Set("version", VersionToJs(env, reader_->version()));
+  }
+
+  const std::shared_ptr<ValueReader> reader_;
+};
+
+class ReadOp final : public ReaderOp {
  public:
   ReadOp(Napi::Env env, std::shared_ptr<ValueReader> reader, uint64_t offset, Napi::Uint8Array target)
-      : PoolOp(env, env.GetInstanceData<AddonData>()),
-        reader_(std::move(reader)),
+      : ReaderOp(env, std::move(reader)),
         offset_(offset),
         dst_(reinterpret_cast<char*>(target.Data())),
         n_(target.ByteLength()) {
@@ -24,12 +36,7 @@ class ReadOp final : public PoolOp {
 
   void Run() override { status_ = reader_->Read(offset_, n_, dst_); }
 
-  void Decorate(Napi::Env env, Napi::Error& e) override {
-    if (status_.IsCorruption()) e.Set("version", VersionToJs(env, reader_->version()));
-  }
-
  private:
-  const std::shared_ptr<ValueReader> reader_;
   const uint64_t offset_;
   char* const dst_;
   const size_t n_;
@@ -39,10 +46,10 @@ class ReadOp final : public PoolOp {
 // be closed while the send runs, its number may be reused at once, and the
 // value's bytes must not go to whatever gets it. The duplicate keeps the
 // connection open until the send returns.
-class SendOp final : public PoolOp {
+class SendOp final : public ReaderOp {
  public:
   SendOp(Napi::Env env, std::shared_ptr<ValueReader> reader, int fd, uint64_t offset, uint64_t n)
-      : PoolOp(env, env.GetInstanceData<AddonData>()), reader_(std::move(reader)), fd_(::dup(fd)), offset_(offset), n_(n) {
+      : ReaderOp(env, std::move(reader)), fd_(::dup(fd)), offset_(offset), n_(n) {
     if (fd_ < 0) status_ = Status::IOError("dup of socket " + std::to_string(fd), errno);
   }
   ~SendOp() override {
@@ -55,12 +62,7 @@ class SendOp final : public PoolOp {
 
   Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, static_cast<double>(sent_)); }
 
-  void Decorate(Napi::Env env, Napi::Error& e) override {
-    if (status_.IsCorruption()) e.Set("version", VersionToJs(env, reader_->version()));
-  }
-
  private:
-  const std::shared_ptr<ValueReader> reader_;
   const int fd_;
   const uint64_t offset_;
   const uint64_t n_;

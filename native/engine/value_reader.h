@@ -82,7 +82,7 @@ class ValueReader {
   // Corruption when a window fails its check, before any byte of it is
   // sent, or the file ends under the reader; IOError when the file cannot
   // be read or out_fd fails (a peer that left); NotSupported where the
-  // file cannot send (the caller reads instead).
+  // file cannot send.
   Status SendTo(uint64_t pos, size_t n, int out_fd, size_t* sent);
 
   static constexpr uint64_t kReadAhead = 4 << 20;

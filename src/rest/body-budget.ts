@@ -8,16 +8,22 @@
 // larger than the budget is ever held whole (StreamedBody.whole refuses it),
 // so the budget is the bound. Smaller bodies are not counted: they are
 // bounded by http_max_connections, and they keep the node usable while
-// large uploads wait.
+// large uploads wait. Windows and parts pass through buffers of
+// VALUE_BUFFER bytes, which the budget keeps for the next values once they
+// are free, up to its limit: a fresh 1 MiB buffer per value costs page
+// faults and garbage collections.
 
 /** Bodies below this many bytes take no budget. */
 export const SMALL_BODY = 64 * 1024;
 /** How long a body waits for room before it is refused. */
 export const MAX_WAIT_MS = 5000;
+/** The size of a streamed body's windows and of a large answer's parts. */
+export const VALUE_BUFFER = 1024 * 1024;
 
 export class BodyBudget {
   private used = 0;
   private readonly waiting: Array<{ bytes: number; admit: () => void }> = [];
+  private readonly spare: Buffer[] = [];
 
   constructor(
     readonly limit: number,
@@ -67,6 +73,16 @@ export class BodyBudget {
     this.used -= bytes;
     this.admitWaiting();
     this.onChange(this.used);
+  }
+
+  /** A buffer of VALUE_BUFFER bytes: one kept, or a new one. */
+  buffer(): Buffer {
+    return this.spare.pop() ?? Buffer.allocUnsafeSlow(VALUE_BUFFER);
+  }
+
+  /** Keeps a buffer nobody uses any more for the next values, up to the limit (other sizes are left to the collector). */
+  keep(b: Buffer): void {
+    if (b.length === VALUE_BUFFER && (this.spare.length + 1) * VALUE_BUFFER <= this.limit) this.spare.push(b);
   }
 
   private fits(bytes: number): boolean {

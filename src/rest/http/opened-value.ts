@@ -5,8 +5,8 @@
 // socket, is read into a buffer and written through Node's stream, which
 // waits for the socket to drain. An answer holds at most one CHUNK buffer
 // whatever the value's size, taken from the node's budget of values in
-// flight (http_body_memory_limit); buffers are kept for the next answers,
-// up to that budget.
+// flight (http_body_memory_limit), which keeps the buffer for the next
+// values.
 //
 // Each part is checked before it is sent. A part that fails its checksum
 // ends the answer by closing the connection: the client has received fewer
@@ -18,19 +18,11 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'koa';
 import { OpenedValue } from '../../model/value';
-import { BodyBudget } from '../body-budget';
+import { BodyBudget, VALUE_BUFFER } from '../body-budget';
 import { sniffContentType } from '../content-type';
 
-export const CHUNK = 1024 * 1024;
-// Buffers kept for the next answers, up to the budget they were taken
-// from: a fresh 1 MiB buffer per answer costs page faults and collections.
-const spare: Buffer[] = [];
-
-const takeBuffer = (): Buffer => spare.pop() ?? Buffer.allocUnsafeSlow(CHUNK);
-const giveBuffer = (budget: BodyBudget, b: Buffer): void => {
-  if ((spare.length + 1) * CHUNK <= budget.limit) spare.push(b);
-};
-
+// A part fills one of the budget's buffers.
+export const CHUNK = VALUE_BUFFER;
 /**
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
  * headers set on ctx, and the Content-Type guessed from the value's first
@@ -83,7 +75,7 @@ export async function sendOpened(
       const n = Math.min(CHUNK, end + 1 - pos);
       const sent = plain ? await Promise.race([v.reader.sendTo(liveFd(res), pos, n), gone]) : 0;
       if (sent < n) {
-        buffer ??= takeBuffer();
+        buffer ??= budget.buffer();
         const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
         commit();
         await Promise.race([write(res, piece, sendTimeoutMs), gone]);
@@ -100,7 +92,7 @@ export async function sendOpened(
   } finally {
     budget.give(room);
     // A buffer may still be read into when the answer failed: not used again then.
-    if (buffer !== null && res.writableFinished) giveBuffer(budget, buffer);
+    if (buffer !== null && res.writableFinished) budget.keep(buffer);
   }
 }
 

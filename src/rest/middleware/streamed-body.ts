@@ -9,11 +9,11 @@
 // Node gives every piece a fresh buffer; pieces kept until their window was
 // written outlived V8's young-generation collections, and only collections
 // of the whole heap freed them: under 64 uploads of 1 MiB, 79 of those in
-// 8 s against 3 with the copy. Full windows are kept for the next bodies,
-// up to the budget.
+// 8 s against 3 with the copy. Full windows go back to the budget for the
+// next values.
 import type { Context } from 'koa';
 import { IncomingValue } from '../../model/value';
-import { BodyBudget } from '../body-budget';
+import { BodyBudget, VALUE_BUFFER } from '../body-budget';
 import { HttpError } from '../status-ext';
 import { busy, discardRest, Held, incomplete, readBody } from './body';
 
@@ -44,11 +44,8 @@ export function requestValue(ctx: Context, limit: number, budget: BodyBudget): P
  */
 export const STREAM_FROM = 128 * 1024;
 
-/** The bytes a body collects before it pauses until they are asked for. */
-export const WINDOW = 1024 * 1024;
-
-// Full windows kept for the next bodies (within the budget they are taken from).
-const spare: Buffer[] = [];
+/** The bytes a body collects before it pauses until they are asked for: one of the budget's buffers. */
+export const WINDOW = VALUE_BUFFER;
 
 export class StreamedBody implements IncomingValue {
   // The window filling and its bytes; the one next() handed out last (being
@@ -87,7 +84,7 @@ export class StreamedBody implements IncomingValue {
   async next(): Promise<Buffer[] | null> {
     if (!this.started) await this.start();
     // The caller is done with the window handed out before.
-    this.keep(this.handedOut);
+    if (this.handedOut !== null) this.budget.keep(this.handedOut);
     this.handedOut = null;
     for (;;) {
       // A window at a time (the last one the rest of the body): one write each, not one per socket read.
@@ -137,11 +134,7 @@ export class StreamedBody implements IncomingValue {
   private newWindow(): Buffer {
     const n = Math.min(WINDOW, this.size - this.windowed);
     this.windowed += n;
-    return n === WINDOW ? (spare.pop() ?? Buffer.allocUnsafeSlow(WINDOW)) : Buffer.allocUnsafeSlow(n);
-  }
-
-  private keep(window: Buffer | null): void {
-    if (window !== null && window.length === WINDOW && (spare.length + 1) * WINDOW <= this.budget.limit) spare.push(window);
+    return n === WINDOW ? this.budget.buffer() : Buffer.allocUnsafeSlow(n);
   }
 
   private async start(): Promise<void> {
