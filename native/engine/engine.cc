@@ -739,12 +739,11 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     char* h = header_buf_.data() + (i - from) * hsize;
     const uint8_t flags = ValueFlags(r);
     const uint32_t vsize = r->tombstone ? 0 : static_cast<uint32_t>(r->value_size);
-    EncodeRecordHeader(flags, offset, r->version, r->key, k, r->value, vsize, h);
+    EncodeRecordHeader(flags, offset, r->version, r->key, k, r->value, vsize, h, blocks);
     iov_buf_.push_back(IoSlice{h, hsize});
     if (vsize > 0) iov_buf_.push_back(IoSlice{r->value, vsize});
     if (flags & kFlagBlocks) {
       const size_t n = 4 * ValueBlockCount(vsize);
-      EncodeBlockCrcs(r->value, vsize, blocks);
       iov_buf_.push_back(IoSlice{blocks, n});
       blocks += n;
     }

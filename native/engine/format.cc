@@ -73,9 +73,13 @@ void EncodeHeaderCrcs(size_t key_size, uint32_t record_crc, char* dst) {
 }  // namespace
 
 void EncodeRecordHeader(uint8_t flags, uint64_t offset, const Version& version, const char* key,
-                        size_t key_size, const char* value, uint32_t value_size, char* dst) {
+                        size_t key_size, const char* value, uint32_t value_size, char* dst, char* block_crcs) {
   EncodeHeaderPrefix(flags, offset, version, key, key_size, value_size, dst);
-  EncodeHeaderCrcs(key_size, crc32c::Extend(crc32c::Value(dst, 36 + key_size), value, value_size), dst);
+  const uint32_t prefix = crc32c::Value(dst, 36 + key_size);
+  EncodeHeaderCrcs(key_size,
+                   (flags & kFlagBlocks) ? EncodeBlockCrcs(prefix, value, value_size, block_crcs)
+                                         : crc32c::Extend(prefix, value, value_size),
+                   dst);
 }
 
 void EncodeRecordHeaderWithCrc(uint8_t flags, uint64_t offset, const Version& version, const char* key,
@@ -90,10 +94,14 @@ void EncodeVoidHeader(uint64_t offset, size_t key_size, uint32_t body_size, char
   EncodeHeaderCrcs(key_size, 0, dst);
 }
 
-void EncodeBlockCrcs(const char* value, uint64_t n, char* dst) {
+uint32_t EncodeBlockCrcs(uint32_t crc, const char* value, uint64_t n, char* dst) {
   for (uint64_t at = 0; at < n; at += kValueBlockSize, dst += 4) {
-    EncodeFixed32(dst, crc32c::Value(value + at, static_cast<size_t>(std::min(kValueBlockSize, n - at))));
+    const size_t len = static_cast<size_t>(std::min(kValueBlockSize, n - at));
+    const uint32_t block = crc32c::Value(value + at, len);
+    EncodeFixed32(dst, block);
+    crc = crc32c::Combine(crc, block, len);
   }
+  return crc;
 }
 
 uint32_t RecordCrcPrefix(uint32_t format, const char* header, size_t key_size) {

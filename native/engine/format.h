@@ -84,8 +84,11 @@ struct RecordHeader {
 
 // Fills dst (RecordHeaderSize(kBlobFormatVersion, key_size) bytes) with the
 // format-2 header of a record whose value is `value`; computes both CRCs.
+// When flags has kFlagBlocks, also fills block_crcs with the value's block
+// checksums (EncodeBlockCrcs), from the same pass over the value.
 void EncodeRecordHeader(uint8_t flags, uint64_t offset, const Version& version, const char* key,
-                        size_t key_size, const char* value, uint32_t value_size, char* dst);
+                        size_t key_size, const char* value, uint32_t value_size, char* dst,
+                        char* block_crcs = nullptr);
 // The same with the record CRC given: RecordCrcPrefix of this header
 // extended over the value, as a streamed write computes it piece by piece.
 void EncodeRecordHeaderWithCrc(uint8_t flags, uint64_t offset, const Version& version, const char* key,
@@ -93,7 +96,9 @@ void EncodeRecordHeaderWithCrc(uint8_t flags, uint64_t offset, const Version& ve
 // The header of a void record at `offset` whose body is body_size bytes.
 void EncodeVoidHeader(uint64_t offset, size_t key_size, uint32_t body_size, char* dst);
 // The block checksums of value[0, n): 4 * ValueBlockCount(n) bytes at dst.
-void EncodeBlockCrcs(const char* value, uint64_t n, char* dst);
+// Returns crc extended over value[0, n) (crc32c::Extend), computed from the
+// block checksums instead of a second pass over the bytes.
+uint32_t EncodeBlockCrcs(uint32_t crc, const char* value, uint64_t n, char* dst);
 
 // Parses and checks a header of blob format `format` found at file offset
 // `at`: magic, header CRC, known flags and their combinations, self-offset

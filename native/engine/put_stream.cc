@@ -101,14 +101,16 @@ Status PutStream::SyncLocked() {
 }
 
 void PutStream::ChecksumLocked(const char* data, size_t n) {
-  record_crc_ = crc32c::Extend(record_crc_, data, n);
   if (!(flags_ & kFlagBlocks)) {
+    record_crc_ = crc32c::Extend(record_crc_, data, n);
     written_ += n;
     return;
   }
-  // Block checksums: each block's own CRC, the last block possibly short.
+  // Block checksums: each block's own CRC, the last block possibly short;
+  // the record CRC takes each finished block's in (one pass over the bytes).
   while (n > 0) {
-    const size_t take = static_cast<size_t>(std::min<uint64_t>(n, kValueBlockSize - written_ % kValueBlockSize));
+    const uint64_t in_block = written_ % kValueBlockSize;
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n, kValueBlockSize - in_block));
     block_crc_ = crc32c::Extend(block_crc_, data, take);
     written_ += take;
     data += take;
@@ -117,6 +119,7 @@ void PutStream::ChecksumLocked(const char* data, size_t n) {
       char crc[4];
       EncodeFixed32(crc, block_crc_);
       blocks_.insert(blocks_.end(), crc, crc + 4);
+      record_crc_ = crc32c::Combine(record_crc_, block_crc_, in_block + take);
       block_crc_ = 0;
     }
   }

@@ -130,7 +130,7 @@ class PutStream {
   std::mutex mu_;
   State state_ = State::kOpen;
   uint64_t written_ = 0;
-  uint32_t record_crc_;      // over the header prefix and the value so far
+  uint32_t record_crc_;      // over the header prefix and the value so far (with blocks: its finished blocks)
   uint32_t block_crc_ = 0;   // of the block being written
   std::vector<char> blocks_;  // block checksums, u32 LE each (kFlagBlocks)
 };

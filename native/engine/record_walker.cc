@@ -85,8 +85,8 @@ Status RecordWalker::Read(const PieceFn& piece, Check* check) {
     const char* data = nullptr;
     s = Bytes(pos, n, &data);
     if (!s.ok()) return s;
-    crc = crc32c::Extend(crc, data, n);
-    if (blocks) EncodeBlockCrcs(data, n, block_crcs.data() + 4 * (done / kValueBlockSize));
+    crc = blocks ? EncodeBlockCrcs(crc, data, n, block_crcs.data() + 4 * (done / kValueBlockSize))
+                 : crc32c::Extend(crc, data, n);
     if (piece) {
       s = piece(data, n, true);
       if (!s.ok()) return s;

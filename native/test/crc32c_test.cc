@@ -111,6 +111,24 @@ TEST(Crc32c, ExtendEqualsOneShot) {
   }
 }
 
+// Combine joins the CRCs of two pieces computed apart into the CRC of their
+// concatenation, for pieces of every length class, and with A's CRC itself
+// extended from any start (a record's prefix).
+TEST(Crc32c, CombineEqualsExtend) {
+  std::mt19937_64 rng(test::RandomSeed());
+  const std::string data = RandomBytes(&rng, 300000);
+  std::vector<size_t> lengths = {0, 1, 2, 3, 7, 8, 9, 255, 256, 4096, 8191, 65535, 65536, 65537, 131072, 299999};
+  for (int i = 0; i < 200; i++) lengths.push_back(static_cast<size_t>(rng() % data.size()));
+  for (size_t len_b : lengths) {
+    const size_t len_a = static_cast<size_t>(rng() % (data.size() - len_b + 1));
+    const uint32_t init = (rng() & 1) ? static_cast<uint32_t>(rng()) : 0;
+    const uint32_t crc_a = crc32c::Extend(init, data.data(), len_a);
+    const uint32_t crc_b = crc32c::Value(data.data() + len_a, len_b);
+    ASSERT_EQ(crc32c::Combine(crc_a, crc_b, len_b), BitwiseCrc(init, data.data(), len_a + len_b))
+        << "A of " << len_a << " bytes, B of " << len_b;
+  }
+}
+
 // Hardware and table implementations agree with the bitwise definition for
 // every length around the 8-byte strides and every alignment.
 TEST(Crc32c, ImplementationsMatchBitwiseReference) {

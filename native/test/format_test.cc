@@ -40,8 +40,9 @@ std::string FromHex(const std::string& hex) {
 std::string EncodeRecord(uint8_t flags, uint64_t offset, const Version& v, const std::string& key,
                          const std::string& value) {
   std::string h(RecordHeaderSize(kBlobFormatVersion, key.size()), '\0');
+  std::string blocks(4 * ValueBlockCount(value.size()), '\0');
   EncodeRecordHeader(flags, offset, v, key.data(), key.size(), value.data(), static_cast<uint32_t>(value.size()),
-                     &h[0]);
+                     &h[0], &blocks[0]);
   return h;
 }
 
@@ -58,6 +59,27 @@ void ResealHeader(std::string* h, size_t key_size, uint32_t format = kBlobFormat
 }
 
 }  // namespace
+
+// A value with block checksums: each block's CRC as if computed alone, and
+// the record CRC as if computed over the whole value, from one pass.
+TEST(Format, BlockCrcsAndRecordCrcFromOnePass) {
+  for (uint64_t n : {kValueBlockSize + 1, 2 * kValueBlockSize, 3 * kValueBlockSize + 4095, 16 * kValueBlockSize}) {
+    const std::string key = test::Key(n, 8);
+    const std::string value = test::ValueFor(key, 1, static_cast<size_t>(n));
+    std::string h(RecordHeaderSize(kBlobFormatVersion, key.size()), '\0');
+    std::string blocks(4 * ValueBlockCount(n), '\0');
+    EncodeRecordHeader(kFlagBlocks, 32, Version{7, 0}, key.data(), key.size(), value.data(),
+                       static_cast<uint32_t>(n), &h[0], &blocks[0]);
+    RecordHeader d;
+    ASSERT_TRUE(DecodeRecordHeader(kBlobFormatVersion, h.data(), key.size(), 32, &d));
+    ASSERT_TRUE(RecordValueCrcMatches(kBlobFormatVersion, h.data(), key.size(), value.data(), value.size(),
+                                      d.record_crc));
+    for (uint64_t at = 0, i = 0; at < n; at += kValueBlockSize, i++) {
+      const size_t len = static_cast<size_t>(std::min(kValueBlockSize, n - at));
+      ASSERT_EQ(DecodeFixed32(blocks.data() + 4 * i), crc32c::Value(value.data() + at, len)) << "block " << i;
+    }
+  }
+}
 
 TEST(Format, RecordHeaderRoundTrip) {
   for (size_t k : {1, 8, 16, 1024}) {

@@ -49,7 +49,9 @@ std::string RecordHeaderBytes(uint32_t format, uint8_t flags, uint64_t offset, c
   const size_t k = key.size();
   std::string h(RecordHeaderSize(format, k), '\0');
   if (format == kBlobFormatVersion) {
-    EncodeRecordHeader(flags, offset, version, key.data(), k, value.data(), static_cast<uint32_t>(value.size()), &h[0]);
+    std::string blocks(4 * ValueBlockCount(value.size()), '\0');
+    EncodeRecordHeader(flags, offset, version, key.data(), k, value.data(), static_cast<uint32_t>(value.size()), &h[0],
+                       &blocks[0]);
     return h;
   }
   // Format 1: 0 magic | 4 flags | 5 reserved | 8 offset | 16 timestamp |

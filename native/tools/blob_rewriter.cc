@@ -97,12 +97,12 @@ Status Copy(const File& src, uint32_t src_format, uint64_t src_size, uint32_t k,
                    visit = Status::Corruption(src.path() + " changed while it was read");
                    return;
                  }
-                 EncodeRecordHeader(h.flags, pos, h.version, key, k, value, h.value_size, new_header.data());
+                 blocks.resize((h.flags & kFlagBlocks) ? 4 * ValueBlockCount(e.value_size) : 0);
+                 EncodeRecordHeader(h.flags, pos, h.version, key, k, value, h.value_size, new_header.data(),
+                                    blocks.data());
                  visit = out.Append(new_header.data(), hsize);
                  if (visit.ok()) visit = out.Append(value, e.value_size);
                  if (visit.ok() && (h.flags & kFlagBlocks)) {
-                   blocks.resize(4 * ValueBlockCount(e.value_size));
-                   EncodeBlockCrcs(value, e.value_size, blocks.data());
                    visit = out.Append(blocks.data(), blocks.size());
                  }
                  if (!visit.ok()) return;

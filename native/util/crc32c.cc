@@ -187,5 +187,40 @@ uint32_t Extend(uint32_t init_crc, const char* data, size_t n) { return kExtend(
 
 bool HardwareAccelerated() { return kExtend != ExtendPortable; }
 
+namespace {
+
+// a * b modulo the polynomial, both reflected (bit 31 is x^0).
+uint32_t MultModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(2^k) modulo the polynomial, k = 0..63.
+struct PowersOfX {
+  uint32_t p[64];
+  PowersOfX() {
+    p[0] = 1u << 30;  // x^1
+    for (int k = 1; k < 64; k++) p[k] = MultModP(p[k - 1], p[k - 1]);
+  }
+};
+
+}  // namespace
+
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // Appending len_b bytes multiplies A's register by x^(8 * len_b); the
+  // conditioning of the two CRCs cancels out (the same identity as zlib's
+  // crc32_combine).
+  static const PowersOfX powers;
+  uint32_t shift = 1u << 31;  // x^0
+  for (int k = 3; len_b != 0; len_b >>= 1, k++) {
+    if (len_b & 1) shift = MultModP(powers.p[k], shift);
+  }
+  return MultModP(shift, crc_a) ^ crc_b;
+}
+
 }  // namespace crc32c
 }  // namespace oyster
