@@ -178,6 +178,11 @@ export class OysterNode {
           scrubObserver: scrubObserver(metrics, disk.name),
         }),
     );
+    // A disk that comes (back) into service holds its own scrub's place.
+    diskStateListeners.push((name, alien, state) => {
+      if (state !== 'Ready') return;
+      for (const c of this.compactors) if (c.disk.name === name && c.disk.alien === alien) void c.scrubber.diskReady();
+    });
     const handoff = new AlienHandoff({
       topology: this.topology,
       store: this.store,

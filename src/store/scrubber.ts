@@ -131,6 +131,19 @@ export class Scrubber {
     this.schedule();
   }
 
+  /**
+   * The disk came (back) into service: where its scrub stands is read again
+   * from it — the disk may have been out of service when the node started,
+   * or be another one now — and the next pass is scheduled from that.
+   */
+  async diskReady(): Promise<void> {
+    if (this.o.interval <= 0 || this.stopping) return;
+    await this.running;
+    this.stored = { format: 1, last_pass: null, pass: null };
+    await this.load();
+    if (!this.stopping) this.schedule();
+  }
+
   /** Stops after the step under way; the pass resumes where it was at the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -180,6 +193,8 @@ export class Scrubber {
 
   /** The next pass: a pass under way resumes after `resumeMs`. */
   private schedule(resumeMs = 1000): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     if (this.stopping) return;
     const now = Date.now();
     const last = this.stored.last_pass?.finished;

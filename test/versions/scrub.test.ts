@@ -4,13 +4,17 @@
 // the value and the deletion again on its own; the repaired records are not
 // reported again by later passes, and the scrub's place survives a restart.
 // On a node alone, a damaged value has no healthy copy: it is reported lost,
-// and reads answer an error, never "absent".
+// and reads answer an error, never "absent". A disk out of service when the
+// node started keeps its scrub's place once it is back.
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { flipByte, recordsIn, RecordLocation } from '../helpers/blob-files';
 import { codeOf, GetSource, keyBytes, Status } from '../helpers/grpc-client';
 import { TestCluster, waitFor } from '../cluster/lib';
+import { startNode, writeCluster } from '../helpers/oysterd';
+import { tempDir } from '../helpers/tmpdir';
+import { Rest } from './lib';
 
 const value = (k: number) => Buffer.from(`value of key ${k};`.repeat(100));
 
@@ -177,4 +181,33 @@ t.test('a repair that cannot reach the other replica is tried again until it can
   t.equal(metric(await metrics(), 'oyster_scrub_damaged_records_total', 'disk="disk1"'), 1, 'found once');
   const lines = c.proc('n1').output.filter((l) => l.includes('scrub: ') && l.includes('"key":"3200000000000000"'));
   t.equal(lines.length, 2, `one line when the repair failed, one when it succeeded:\n${lines.join('\n')}`);
+});
+
+t.test('a disk out of service when the node started has its scrub state read once it is back, not a new pass over it', async (t) => {
+  const files = await writeCluster(tempDir(t), { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 }, { extra: { compaction: { scrub_interval: '2h' } } });
+  const disk = files.disks.n1.d1;
+  const rest = new Rest();
+  t.teardown(() => rest.close());
+  let node = await startNode(files, 'n1');
+  t.equal((await rest.request(node.url, 'POST', '/data/8', Buffer.from('on the disk'))).status, 201);
+  await node.stop();
+  // The last pass ended an hour ago: the next is due in an hour.
+  const lastPass = { started: Date.now() - 3_700_000, finished: Date.now() - 3_600_000 };
+  const stateFile = path.join(disk, 'bob', 'oyster-scrub.json'); // the disk's root_dir_name
+  fs.writeFileSync(stateFile, JSON.stringify({ format: 1, last_pass: lastPass, pass: null }));
+  // Not mounted when the node starts: its mount point is empty.
+  const real = `${disk}.real`;
+  fs.renameSync(disk, real);
+  fs.mkdirSync(disk);
+  node = await startNode(files, 'n1');
+  t.teardown(() => node.stop());
+  t.equal((await rest.request(node.url, 'GET', '/data/8')).status, 503, 'out of service');
+  fs.rmdirSync(disk);
+  fs.renameSync(real, disk);
+  await waitFor('the disk back in service', async () => (await rest.request(node.url, 'GET', '/data/8')).status === 200, 30_000, 250);
+  const scrub = async () => (JSON.parse((await rest.request(node.url, 'GET', '/vdisks/0/compact')).body.toString()) as { disks: Array<{ scrub: { lastPass?: unknown; passStarted?: number } }> }).disks[0].scrub;
+  await waitFor('the scrub state read from the disk', async () => (await scrub()).lastPass !== undefined, 10_000, 100);
+  t.same((await scrub()).lastPass, lastPass, 'the last pass is the one the disk recorded');
+  t.equal((await scrub()).passStarted, undefined, 'and no pass started');
+  t.same((JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { last_pass: unknown }).last_pass, lastPass, 'the state file is kept');
 });
