@@ -20,6 +20,7 @@ Napi::Object StatsToJs(Napi::Env env, const CompactionStats& s) {
   SetU64(o, "droppedRecords", s.dropped_records);
   SetU64(o, "droppedTombstones", s.dropped_tombstones);
   SetU64(o, "damagedKept", s.damaged_kept);
+  SetU64(o, "headersRebuilt", s.headers_rebuilt);
   SetU64(o, "bytesRead", s.bytes_read);
   SetU64(o, "bytesWritten", s.bytes_written);
   o.Set("installed", Napi::Boolean::New(env, s.installed));

@@ -157,16 +157,28 @@ Status Compaction::Copy(const IndexEntry& e) {
   Status s = Write(header.data(), hsize);
   if (!s.ok()) return s;
   RecordWalker::Check check;
-  s = walker_->Read(
+  s = walker_->ReadAsIndexed(
       [&](const char* data, size_t n, bool value) {
         if (value) crc = crc32c::Extend(crc, data, n);
         return Write(data, n);
       },
       &check);
   if (!s.ok()) return s;
-  // A damaged value stays damaged: its stored CRC is carried over, which the
-  // new header's fields do not match either.
-  if (!check.value_ok) {
+  if (!check.header_ok) {
+    // A damaged header is written anew from the index entry (which has
+    // checksums of its own); the body is copied as it was. Its value keeps
+    // the CRC computed over it only where its block checksums vouch for it
+    // (or it is empty): one with nothing left to check it by gets a CRC it
+    // cannot match, so that reads still report it damaged and scrub repairs
+    // it — a blob no longer stays uncompacted for one damaged header.
+    stats_.headers_rebuilt++;
+    if (!check.value_ok) {
+      crc = ~crc;
+      stats_.damaged_kept++;
+    }
+  } else if (!check.value_ok) {
+    // A damaged value stays damaged: its stored CRC is carried over, which
+    // the new header's fields do not match either.
     crc = check.header.record_crc;
     stats_.damaged_kept++;
   }

@@ -54,6 +54,7 @@ struct CompactionStats {
   uint64_t dropped_records = 0;    // of the entries, dropped (tombstones included)
   uint64_t dropped_tombstones = 0; // tombstones past their grace with nothing left to hide
   uint64_t damaged_kept = 0;       // copied although their value fails its checksums
+  uint64_t headers_rebuilt = 0;    // records whose damaged header was written anew from the index entry
   uint64_t bytes_read = 0;         // from the old blob
   uint64_t bytes_written = 0;      // to the new blob (so far)
   bool installed = false;
@@ -78,8 +79,11 @@ class Compaction {
   // Decides on and copies further records, stopping once about `budget`
   // bytes were read and written (at least one record; a record dropped
   // counts as RecordWalker::kSkippedCost bytes). *done once every
-  // record was decided. Corruption if a record the index points at has a
-  // damaged header (the compaction cannot go on; the blob stays as it is).
+  // record was decided. A record kept whose header is damaged gets a new one
+  // from its index entry (CompactionStats::headers_rebuilt); its value keeps
+  // failing its checks unless its block checksums vouch for it. Corruption
+  // if a record's body lies past the end of the blob (the compaction cannot
+  // go on; the blob stays as it is).
   Status Step(uint64_t budget, bool* done);
 
   // After Step reported done: swaps the new blob in (see above), or removes

@@ -59,7 +59,11 @@ Status RecordWalker::Bytes(uint64_t offset, size_t n, const char** data) {
   return Status::OK();
 }
 
-Status RecordWalker::Read(const PieceFn& piece, Check* check) {
+Status RecordWalker::Read(const PieceFn& piece, Check* check) { return ReadRecord(piece, check, false); }
+
+Status RecordWalker::ReadAsIndexed(const PieceFn& piece, Check* check) { return ReadRecord(piece, check, true); }
+
+Status RecordWalker::ReadRecord(const PieceFn& piece, Check* check, bool as_indexed) {
   const IndexEntry e = entry();
   const char* key = this->key();
   next_++;
@@ -69,10 +73,18 @@ Status RecordWalker::Read(const PieceFn& piece, Check* check) {
   Status s = Bytes(e.offset, hsize, &header);
   if (!s.ok()) return s;
   s = blob_->CheckRecordHeader(key, key_size_, e, header, &check->header);
-  if (!s.ok()) return s;
+  if (!s.ok() && !(as_indexed && s.IsCorruption())) return s;
+  check->header_ok = s.ok();
+  if (!check->header_ok) {
+    check->header = RecordHeader();
+    check->header.flags = static_cast<uint8_t>(e.flags);
+    check->header.offset = e.offset;
+    check->header.version = e.version;
+    check->header.value_size = e.value_size;
+  }
   check->header.key = key;
   // The CRC's start depends on the header only: taken before the window moves.
-  uint32_t crc = RecordCrcPrefix(format, header, key_size_);
+  uint32_t crc = check->header_ok ? RecordCrcPrefix(format, header, key_size_) : 0;
   const RecordHeader& h = check->header;
   const bool blocks = (h.flags & kFlagBlocks) != 0;
   std::vector<char> block_crcs(blocks ? 4 * ValueBlockCount(h.value_size) : 0);
@@ -108,7 +120,7 @@ Status RecordWalker::Read(const PieceFn& piece, Check* check) {
     pos += n;
   }
   check->value_crc = crc;
-  check->value_ok = crc == h.record_crc && blocks_ok;
+  check->value_ok = blocks_ok && (check->header_ok ? crc == h.record_crc : blocks || h.value_size == 0);
   return Status::OK();
 }
 

@@ -49,8 +49,12 @@ class RecordWalker {
   // What Read found.
   struct Check {
     RecordHeader header;       // decoded; header.key points at the walker's copy of the key
+    bool header_ok = true;     // false: ReadAsIndexed met a damaged header (header holds the entry's fields)
     uint32_t value_crc = 0;    // the record CRC computed over what was read (compare with header.record_crc)
-    bool value_ok = false;     // the value matches the record CRC, and each block its checksum
+    // The value matches the record CRC, and each block its checksum. With a
+    // damaged header, whose record CRC is lost: each block its checksum, and
+    // an empty body is ok; a value without blocks has no check left and is not.
+    bool value_ok = false;
   };
   // Called with the pieces of a record's body in order: the value's bytes,
   // then (kFlagBlocks) its block checksums as stored. A piece is valid only
@@ -64,12 +68,20 @@ class RecordWalker {
   // checksums; a mismatch is reported in check->value_ok, not as an error.
   Status Read(const PieceFn& piece, Check* check);
 
+  // Read for a record that must be kept whatever its header holds: a header
+  // that fails its checks is reported in check->header_ok (and check->header
+  // holds the entry's flags, version and size) instead of as Corruption, and
+  // the body the index entry describes — the index has checksums of its own
+  // — is read and handed to `piece` all the same.
+  Status ReadAsIndexed(const PieceFn& piece, Check* check);
+
   // Bytes read from the blob file so far.
   uint64_t bytes_read() const { return bytes_read_; }
   const std::shared_ptr<Blob>& blob() const { return blob_; }
 
  private:
   RecordWalker(std::shared_ptr<Blob> blob, size_t key_size);
+  Status ReadRecord(const PieceFn& piece, Check* check, bool as_indexed);
   // Points *data at bytes [offset, offset + n) of the file, n <= kPieceSize,
   // reading a new window when they are not in the current one.
   Status Bytes(uint64_t offset, size_t n, const char** data);

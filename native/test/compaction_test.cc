@@ -266,6 +266,65 @@ TEST(Compaction, DamageStaysVisible) {
   ASSERT_STATUS(kCorruption, open.reader->Read(2 * 65536, part.size(), &part[0]));
 }
 
+// Records whose headers are damaged (a flipped byte no replica could repair)
+// no longer stop their blob's compaction: each is written with a new header
+// from its index entry. A value its block checksums vouch for reads whole
+// again, a tombstone keeps hiding what it deleted, and a value with nothing
+// left to check it by (or a damaged block) still reads as damaged.
+TEST(Compaction, DamagedHeadersAreWrittenAnewFromTheIndex) {
+  TestEngine db(test::TmpDir() + "/p");
+  ASSERT_OK(db.Open());
+  const std::string big(200000, 'b');  // with block checksums
+  const std::string other(300000, 'o');
+  ASSERT_OK(test::Put(db.get(), Key(4), 1, "deleted later"));
+  ASSERT_OK(db->CloseActiveBlob());
+  ASSERT_OK(test::Put(db.get(), Key(1), 1, "superseded"));
+  ASSERT_OK(test::Put(db.get(), Key(2), 1, "small value"));
+  ASSERT_OK(test::Put(db.get(), Key(3), 1, big));
+  ASSERT_OK(test::Delete(db.get(), Key(4), 2));
+  ASSERT_OK(test::Put(db.get(), Key(5), 1, other));
+  ASSERT_OK(test::Put(db.get(), Key(1), 2, "newest"));
+  ASSERT_OK(db->CloseActiveBlob());
+  const std::string blob2 = test::BlobPath(db.dir(), 2);
+  auto offset = [&](int k) {
+    LookupResult l;
+    RecordLocation where;
+    Status s = db->Locate(ReadOptions(), Key(k).data(), &l, &where);
+    if (!s.ok() || where.blob == nullptr || where.blob->id() != 2) FAIL() << "key " << k << " is not in blob 2";
+    return where.entry.offset;
+  };
+  // A byte of each header's version, and one of key 5's third block.
+  for (int k : {2, 3, 4, 5}) test::FlipByte(blob2, offset(k) + 17);
+  test::FlipByte(blob2, offset(5) + RecordHeaderSize(kBlobFormatVersion, 16) + 2 * 65536 + 5);
+  for (int k : {2, 3, 5}) ASSERT_TRUE(Read(db.get(), Key(k)).rfind("ERROR: Corruption", 0) == 0) << k;
+
+  CompactionStats st;
+  ASSERT_OK(Compact(SetOf(&db), 0, 2, Options(0, false), &st));
+  ASSERT_EQ(st.kept_records, 5u);
+  ASSERT_EQ(st.headers_rebuilt, 4u);
+  ASSERT_EQ(st.damaged_kept, 2u);  // key 2 (no blocks), key 5 (a damaged block)
+  for (int pass = 0; pass < 2; pass++) {
+    ASSERT_EQ(Read(db.get(), Key(1)), "newest");
+    ASSERT_TRUE(Read(db.get(), Key(2)).rfind("ERROR: Corruption", 0) == 0) << Read(db.get(), Key(2));
+    ASSERT_EQ(Read(db.get(), Key(3)), big);
+    ASSERT_EQ(Read(db.get(), Key(4)), "DELETED");
+    OpenResult open;
+    ASSERT_OK(SetOf(&db).Open(ReadOptions(), Key(5).data(), 0, &open));
+    std::string part(1000, '\0');
+    ASSERT_OK(open.reader->Read(0, part.size(), &part[0]));
+    ASSERT_EQ(part, std::string(1000, 'o'));
+    ASSERT_STATUS(kCorruption, open.reader->Read(2 * 65536, part.size(), &part[0]));
+    // The same after a reopen.
+    if (pass == 0) {
+      ASSERT_OK(db.Reopen());
+    }
+  }
+  // The next compaction of it meets no damaged header: only the damage that stayed.
+  ASSERT_OK(Compact(SetOf(&db), 0, 2, Options(0, false), &st));
+  ASSERT_EQ(st.headers_rebuilt, 0u);
+  ASSERT_EQ(st.damaged_kept, 2u);
+}
+
 // Writers and readers go on while a blob holding their keys is compacted:
 // no write fails, no read goes back behind a write acknowledged before it
 // started, and every key ends at its last acknowledged write.

@@ -27,8 +27,8 @@ const STEP_BYTES = 1 << 20;
 // An index entry's bytes at most (key, version, offset, size, flags), and
 // what its bloom filter and fences add.
 const INDEX_BYTES_PER_RECORD = 96;
-// A blob whose compaction failed (a record with a damaged header that no
-// replica could repair, an I/O error) is tried again after this long.
+// A blob whose compaction failed (an I/O error, a blob cut short) is tried
+// again after this long.
 const RETRY_FAILED_MS = 3600_000;
 
 /** One compaction's outcome, for metrics. */
@@ -263,6 +263,7 @@ export class Compactor {
       this.o.observer?.compacted({ vdisk: c.vdisk.id, partition: c.partition.dirName, stats, ms });
       log.info({ ...where, before: stats.sourceSize, after: stats.newSize, kept: stats.keptRecords, dropped: stats.droppedRecords, tombstones_dropped: stats.droppedTombstones, damaged_kept: stats.damagedKept, ms },
         `compacted blob ${c.blob.id}: ${mib(stats.sourceSize)} -> ${mib(stats.newSize)}`);
+      if (stats.headersRebuilt > 0) log.warn({ ...where, records: stats.headersRebuilt }, 'compaction wrote damaged record headers anew from the index');
       if (stats.damagedKept > 0) log.warn({ ...where, records: stats.damagedKept }, 'compaction copied records that fail their checksums as they are; scrub repairs them from a replica');
       return 'compacted';
     } catch (err) {

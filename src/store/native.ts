@@ -93,6 +93,7 @@ export interface NativeCompactionStats {
   droppedRecords: number;
   droppedTombstones: number;
   damagedKept: number;
+  headersRebuilt: number;
   bytesRead: number;
   bytesWritten: number;
   installed: boolean;

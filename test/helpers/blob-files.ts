@@ -54,7 +54,9 @@ export function recordsIn(blobPath: string, keySize: number): RecordLocation[] {
       tombstone: (data[off + 4] & 1) === 1,
       key: Buffer.from(data.subarray(off + keyAt, off + keyAt + keySize)),
     });
-    off += headerSize + valueSize;
+    // A value with block checksums (flag 0x04) is followed by a CRC per 64 KiB (docs/FORMAT.md §3.2).
+    const blocks = (data[off + 4] & 4) === 4 ? 4 * Math.ceil(valueSize / 65536) : 0;
+    off += headerSize + valueSize + blocks;
   }
   return out;
 }
