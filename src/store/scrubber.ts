@@ -57,7 +57,7 @@ export interface ScrubObserver {
   read(bytes: number): void;
   damaged(records: number): void;
   repaired(outcome: RepairResult['outcome']): void;
-  /** A pass over the disk ended (ms since the epoch). */
+  /** A pass over the disk ended (ms since the epoch): as it ends, and the last one the disk recorded when its state is read. */
   passed(finished: number): void;
 }
 
@@ -179,6 +179,7 @@ export class Scrubber {
       if (v === undefined) return;
       if (v?.format !== 1) throw new Error(v === null ? 'not JSON' : `format ${String(v.format)}`);
       this.stored = { format: 1, last_pass: v.last_pass ?? null, pass: v.pass ?? null };
+      if (this.stored.last_pass) this.o.observer?.passed(this.stored.last_pass.finished);
     } catch (err) {
       // A damaged state file costs one pass, nothing else.
       this.o.log.warn({ disk: this.o.disk.name, file: this.file, err: (err as Error).message }, 'scrub state unreadable; a new pass starts');
