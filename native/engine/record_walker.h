@@ -50,7 +50,7 @@ class RecordWalker {
   struct Check {
     RecordHeader header;       // decoded; header.key points at the walker's copy of the key
     bool header_ok = true;     // false: ReadAsIndexed met a damaged header (header holds the entry's fields)
-    uint32_t value_crc = 0;    // the record CRC computed over what was read (compare with header.record_crc)
+    uint32_t value_crc = 0;    // the record CRC computed over what was read (with a damaged header: of the value alone)
     // The value matches the record CRC, and each block its checksum. With a
     // damaged header, whose record CRC is lost: each block its checksum, and
     // an empty body is ok; a value without blocks has no check left and is not.

@@ -17,9 +17,10 @@ uint32_t Extend(uint32_t init_crc, const char* data, size_t n);
 inline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }
 
 // Returns the CRC of concat(A, B) where crc_a is the CRC of A and crc_b the
-// CRC of B, which is len_b (< 2^61) bytes long; B's bytes are not needed. Costs about
-// one bit operation per bit of len_b's length, not per byte: a value's block
-// checksums and its record CRC come from one pass over its bytes.
+// CRC of B, which is len_b (< 2^61) bytes long; B's bytes are not needed.
+// Costs one multiplication of 32-bit polynomials per bit set in len_b, not
+// work per byte: a value's block checksums and its record CRC come from one
+// pass over its bytes.
 uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 // True when the hardware path is in use (reported in engine stats).
