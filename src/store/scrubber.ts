@@ -111,6 +111,7 @@ export class Scrubber {
   private timer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  private started = false;
   private stopping = false;
   private stored: StoredState = { format: 1, last_pass: null, pass: null };
   // What status adds to these it derives: the pass from `stored`, pending from `pending`.
@@ -125,28 +126,28 @@ export class Scrubber {
 
   /** Reads where the disk's scrub stands, and schedules the next pass. */
   async start(): Promise<void> {
-    if (this.o.interval <= 0 || this.timer) return;
+    if (this.o.interval <= 0 || this.started) return;
+    this.started = true;
     this.stopping = false;
-    await this.load();
-    this.schedule();
+    await this.reload();
   }
 
   /**
    * The disk came (back) into service: where its scrub stands is read again
    * from it — the disk may have been out of service when the node started,
    * or be another one now — and the next pass is scheduled from that.
+   * (Before start(), start() reads it.)
    */
   async diskReady(): Promise<void> {
-    if (this.o.interval <= 0 || this.stopping) return;
+    if (!this.started || this.stopping) return;
     await this.running;
-    this.stored = { format: 1, last_pass: null, pass: null };
-    await this.load();
-    if (!this.stopping) this.schedule();
+    await this.reload();
   }
 
-  /** Stops after the step under way; the pass resumes where it was at the next start. */
+  /** Stops after the step under way; the pass resumes where it was at the next start. */  /** Stops after the step under way; the pass resumes where it was at the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.started = false;
     if (this.timer) clearTimeout(this.timer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.timer = this.retryTimer = null;
@@ -171,6 +172,13 @@ export class Scrubber {
         this.running = null;
       });
     return this.running;
+  }
+
+  // Forgets the state in hand, reads the disk's, schedules the next pass from it.
+  private async reload(): Promise<void> {
+    this.stored = { format: 1, last_pass: null, pass: null };
+    await this.load();
+    if (!this.stopping) this.schedule();
   }
 
   private async load(): Promise<void> {
