@@ -24,10 +24,20 @@ const HOLD_OPS = 256;
 /** …or once they waited this long, ms (unless the options say otherwise). */
 const HOLD_MS = 1;
 
+/** A stream of batches to one peer and of its results back: a gRPC call of Replicas.Operations, or an operations link (src/link). */
+export interface OperationsDuplex {
+  write(batch: OperationBatchMsg): boolean;
+  cancel(): void;
+  on(event: 'data', listener: (batch: ResultBatchMsg) => void): unknown;
+  on(event: 'error', listener: (err: grpc.ServiceError) => void): unknown;
+  on(event: 'end' | 'drain', listener: () => void): unknown;
+  once(event: 'drain', listener: () => void): unknown;
+}
+
 export interface OperationStreamOptions {
   peer: string;
-  /** Opens the stream on the peer's channel, with its credentials; `waitForReady`: through a reconnect (the peer is known to be up). */
-  open: (waitForReady: boolean) => grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>;
+  /** Opens a stream to the peer, with its credentials; `waitForReady`: a gRPC stream waits through a reconnect (the peer is known to be up). */
+  open: (waitForReady: boolean) => OperationsDuplex;
   isAvailable: () => boolean;
   timeoutMs: number;
   maxInFlight: number;
@@ -42,7 +52,7 @@ export interface OperationStreamOptions {
 
 class Pending {
   /** The stream it was written to; null while queued. */
-  stream: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null = null;
+  stream: OperationsDuplex | null = null;
 
   constructor(
     readonly resolve: (r: ResultMsg) => void,
@@ -53,7 +63,7 @@ class Pending {
 }
 
 export class OperationStream {
-  private stream: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null = null;
+  private stream: OperationsDuplex | null = null;
   private writable = true;
   private readonly pending = new Map<number, Pending>();
   private queue: OperationMsg[] = [];
@@ -175,7 +185,7 @@ export class OperationStream {
     }
   };
 
-  private openStream(): grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> {
+  private openStream(): OperationsDuplex {
     const s = this.o.open(true);
     this.o.onOpen?.();
     this.stream = s;
@@ -200,7 +210,7 @@ export class OperationStream {
     return s;
   }
 
-  private ended(s: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg>, err: OysterError): void {
+  private ended(s: OperationsDuplex, err: OysterError): void {
     if (this.stream === s) {
       this.stream = null;
       this.writable = true;
@@ -212,7 +222,7 @@ export class OperationStream {
   }
 
   /** Rejects the operations written to `s` (every one, for null). */
-  private fail(s: grpc.ClientDuplexStream<OperationBatchMsg, ResultBatchMsg> | null, err: Error): void {
+  private fail(s: OperationsDuplex | null, err: Error): void {
     for (const [id, p] of this.pending) {
       if (s !== null && p.stream !== s) continue;
       this.pending.delete(id);

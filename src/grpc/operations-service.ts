@@ -20,6 +20,25 @@ import { encodeStates, fieldsVersion } from './versions';
 /** Operations of one stream received and not yet answered, beyond which it is not read. */
 export const MAX_IN_FLIGHT = 4096;
 
+/**
+ * One peer's stream of operation batches, as the endpoint uses it: a gRPC
+ * call of Replicas.Operations, or an operations link (src/link/port.ts).
+ * emit('error', status) ends it with that status.
+ */
+export interface OperationsCall {
+  readonly metadata: grpc.Metadata;
+  readonly cancelled: boolean;
+  getPeer(): string;
+  write(batch: ResultBatchMsg): boolean;
+  end(): void;
+  pause(): unknown;
+  resume(): unknown;
+  emit(event: 'error', status: Partial<grpc.StatusObject>): boolean;
+  on(event: 'data', listener: (batch: OperationBatchMsg) => void): unknown;
+  on(event: 'end' | 'cancelled', listener: () => void): unknown;
+  once(event: 'drain', listener: () => void): unknown;
+}
+
 export interface OperationsParts extends CallParts {
   local: NodeApi;
   keySize: number;
@@ -142,7 +161,7 @@ export class OperationsEndpoint {
     for (const close of [...this.open]) close();
   }
 
-  readonly handle: grpc.handleBidiStreamingCall<OperationBatchMsg, ResultBatchMsg> = (call) => {
+  readonly handle = (call: OperationsCall): void => {
     const { parts } = this;
     const { auth, onAnswer } = parts;
     let inFlight = 0;

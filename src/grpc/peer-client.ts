@@ -1,8 +1,9 @@
 // PeerClient: another node of the cluster, reached over gRPC with one
 // channel, bob's InterNode credentials and operation_timeout on every call.
 // Put, Get, Exist and Delete go batched on one stream (./operation-stream.ts)
-// to an Oyster peer, and as BobApi's force_node calls to a bob peer, which
-// answers the stream UNIMPLEMENTED (asked again an hour later).
+// to an Oyster peer — an operations link (src/link) where the peer takes
+// one, else a gRPC stream — and as BobApi's force_node calls to a bob peer,
+// which answers the stream UNIMPLEMENTED (asked again an hour later).
 import * as grpc from '@grpc/grpc-js';
 import { errors, isOysterError } from '../model/errors';
 import { SnapshotEntry } from '../store/engine-snapshot';
@@ -21,7 +22,8 @@ import {
   ResultMsg,
 } from './proto';
 import { fromStatus } from './status';
-import { OperationStream } from './operation-stream';
+import { OperationsDuplex, OperationStream } from './operation-stream';
+import { LinkOutcome, LinkStream, unreachable } from '../link/link-stream';
 import { decodeResultBatch, encodeOperationBatch, newOperation, setVersion } from './operation-codec';
 import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
@@ -48,8 +50,10 @@ export interface PeerOptions {
   channelOptions?: grpc.ChannelOptions;
   /** Called when a call ends: the operation, its error (null: success) and its duration. */
   observe?: (operation: string, err: unknown, seconds: number) => void;
-  /** An operation stream to the peer was opened. */
-  onStreamOpened?: () => void;
+  /** An operation stream to the peer was opened: over an operations link (true) or gRPC. */
+  onStreamOpened?: (link: boolean) => void;
+  /** Operations go over a link where the peer takes one (not with TLS: links are plaintext). */
+  links?: boolean;
   /** Operations waiting for the peer at most, and their value bytes (beyond, they fail at once). */
   maxInFlight?: number;
   maxInFlightBytes?: number;
@@ -74,6 +78,11 @@ export class PeerClient implements NodeApi {
   private readonly operations: OperationStream;
   // Until when the peer is sent BobApi calls (it answered the stream UNIMPLEMENTED).
   private bobUntil = 0;
+  // Until when operations go over gRPC: the peer took no link.
+  private gRpcUntil = 0;
+  // No link is tried before this (the last attempt found the peer unreachable), and the pause after the next failure.
+  private linkAfter = 0;
+  private linkPauseMs = 0;
 
   constructor(readonly options: PeerOptions) {
     this.client = new BobApi(options.address, options.credentials ?? grpc.credentials.createInsecure(), {
@@ -94,16 +103,43 @@ export class PeerClient implements NodeApi {
     this.auth.set('authorization', `InterNode ${Buffer.from(options.selfName).toString('base64')}`);
     this.operations = new OperationStream({
       peer: options.name,
-      open: (waitForReady) => {
-        const md = this.auth.clone();
-        if (waitForReady) md.setOptions({ waitForReady: true });
-        return this.replicas.makeBidiStreamRequest(OPERATIONS_PATH, encodeOperationBatch, decodeResultBatch, md);
-      },
+      open: (waitForReady) => this.openStream(waitForReady),
       isAvailable: () => options.isAvailable?.() ?? true,
       timeoutMs: options.operationTimeoutMs,
       maxInFlight: options.maxInFlight ?? 4096,
       maxBytes: options.maxInFlightBytes ?? 64 * 1024 * 1024,
-      onOpen: options.onStreamOpened,
+    });
+  }
+
+  private openStream(waitForReady: boolean): OperationsDuplex {
+    const overGrpc = () => {
+      const md = this.auth.clone();
+      if (waitForReady) md.setOptions({ waitForReady: true });
+      this.options.onStreamOpened?.(false);
+      return this.replicas.makeBidiStreamRequest(OPERATIONS_PATH, encodeOperationBatch, decodeResultBatch, md);
+    };
+    const now = Date.now();
+    if (!this.options.links || now < this.gRpcUntil) return overGrpc();
+    // A peer found unreachable is tried again after a pause that doubles up
+    // to the channel's reconnect back-off: its restart costs a few attempts,
+    // not one per operation. Meanwhile its operations fail at once.
+    if (now < this.linkAfter) return unreachable(`${this.options.name} was unreachable; the next attempt in ${this.linkAfter - now} ms`);
+    return new LinkStream({
+      address: this.options.address,
+      authorization: this.auth.get('authorization')[0] as string,
+      greetingMs: this.options.operationTimeoutMs,
+      fallback: overGrpc,
+      onOutcome: (o: LinkOutcome) => {
+        if (o === 'linked') {
+          this.linkPauseMs = 0;
+          this.options.onStreamOpened?.(true);
+        } else if (o === 'refused') {
+          this.gRpcUntil = Date.now() + UNSUPPORTED_MS;
+        } else {
+          this.linkPauseMs = Math.min(Math.max(100, this.linkPauseMs * 2), this.options.maxReconnectBackoffMs);
+          this.linkAfter = Date.now() + this.linkPauseMs;
+        }
+      },
     });
   }
 

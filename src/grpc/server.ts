@@ -84,20 +84,22 @@ function source(options: { source: number } | null | undefined): GetSource {
 const UNDECODABLE = Symbol('undecodable request');
 type Undecodable = { [UNDECODABLE]: string };
 
+/** `decode` that never throws: what it cannot decode comes out marked for `undecodable`. */
+export function tolerant<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T {
+  return (bytes) => {
+    try {
+      return decode(bytes);
+    } catch (err) {
+      return { [UNDECODABLE]: (err as Error).message } satisfies Undecodable as unknown as T;
+    }
+  };
+}
+
 /** The service definition with request decoding that never throws into grpc-js. */
 function tolerantDefinition(definition: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(definition)) {
-    out[name] = {
-      ...method,
-      requestDeserialize: (bytes: Buffer): unknown => {
-        try {
-          return method.requestDeserialize(bytes);
-        } catch (err) {
-          return { [UNDECODABLE]: (err as Error).message } satisfies Undecodable;
-        }
-      },
-    };
+    out[name] = { ...method, requestDeserialize: tolerant(method.requestDeserialize) };
   }
   return out as grpc.ServiceDefinition;
 }
@@ -286,27 +288,19 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
   };
 }
 
-export interface GrpcServerOptions {
-  address: string;
-  credentials?: grpc.ServerCredentials;
-  /** Largest request message accepted (a value plus its envelope). */
-  maxMessageBytes: number;
-}
-
-/** Starts a gRPC server with the given services; resolves with the bound port. */
-export async function startGrpcServer(
+/**
+ * A gRPC server with the given services, not listening: the node's serving
+ * port (src/link/port.ts) hands it its connections. `maxMessageBytes`: the
+ * largest request message accepted (a value plus its envelope).
+ */
+export function createGrpcServer(
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
-  options: GrpcServerOptions,
-): Promise<{ server: grpc.Server; port: number }> {
+  maxMessageBytes: number,
+): grpc.Server {
   const server = new grpc.Server({
-    'grpc.max_receive_message_length': options.maxMessageBytes,
+    'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': -1,
   });
   for (const s of services) server.addService(tolerantDefinition(s.definition), s.implementation);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(options.address, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  return { server, port };
+  return server;
 }

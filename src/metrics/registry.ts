@@ -38,6 +38,8 @@ export interface NodeMetrics {
   peerUp: Gauge<'peer'>;
   /** Operation streams opened to a peer (src/grpc/operation-stream.ts): one per connection the peer's restarts or failures cost. */
   peerStreams: Counter<'peer'>;
+  peerLinks: Counter<'peer'>;
+  linksAccepted: Counter<'outcome'>;
   /** What each peer's `oyster_peer_operations_waiting` reads at a scrape (set as peers are made). */
   peerWaiting: Map<string, () => number>;
   /** Engine operations (per partition engine call) and the value bytes they moved. */
@@ -187,6 +189,18 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
       name: 'oyster_peer_streams_opened_total',
       help: 'Operation streams opened to a peer (one long-lived stream carries every data operation to an Oyster peer; a new one after it failed)',
       labelNames: ['peer'],
+      registers,
+    }),
+    peerLinks: new Counter({
+      name: 'oyster_peer_links_opened_total',
+      help: 'Operation streams to a peer that went over an operations link (plain TCP) rather than gRPC',
+      labelNames: ['peer'],
+      registers,
+    }),
+    linksAccepted: new Counter({
+      name: 'oyster_links_accepted_total',
+      help: "Operations links peers opened to this node, by outcome: accepted, or refused (credentials, or this node's gRPC is TLS only)",
+      labelNames: ['outcome'],
       registers,
     }),
     peerWaiting,

@@ -19,7 +19,8 @@ import { BobApiService, ReplicasService } from '../grpc/proto';
 import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { OperationsEndpoint } from '../grpc/operations-service';
-import { bobService, startGrpcServer } from '../grpc/server';
+import { bobService, createGrpcServer } from '../grpc/server';
+import { ServingPort } from '../link/port';
 import { LoadedConfig } from '../config/load';
 import { LogPart, Logs } from '../logging/create';
 import { Logger } from '../logging/logger';
@@ -67,6 +68,7 @@ export class OysterNode {
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
   private grpc: grpc.Server | null = null;
+  private port: ServingPort | null = null;
   private operations: OperationsEndpoint | null = null;
   private grpcPort: number | null = null;
   private cleaner: NodeJS.Timeout | null = null;
@@ -118,6 +120,7 @@ export class OysterNode {
       if (n.name === this.topology.self.name) continue;
       metrics.peerUp.set({ peer: n.name }, 0);
       metrics.peerStreams.inc({ peer: n.name }, 0);
+      metrics.peerLinks.inc({ peer: n.name }, 0);
       const peer = new PeerClient({
         name: n.name,
         address: n.address,
@@ -128,12 +131,17 @@ export class OysterNode {
         credentials: channel?.credentials,
         channelOptions: channel?.options,
         observe: peerObserver(metrics, n.name),
-        onStreamOpened: () => metrics.peerStreams.inc({ peer: n.name }),
+        onStreamOpened: (link) => {
+          metrics.peerStreams.inc({ peer: n.name });
+          if (link) metrics.peerLinks.inc({ peer: n.name });
+        },
+        links: !(this.tls && config.node.tls?.grpc),
       });
       this.peers.set(n.name, peer);
       metrics.peerWaiting.set(n.name, () => peer.waiting);
       links.add(peer);
     }
+    for (const outcome of ['accepted', 'refused']) metrics.linksAccepted.inc({ outcome }, 0);
     startAtZero(metrics, {
       peers: [...this.peers.keys()],
       peerOperations: PEER_OPERATIONS,
@@ -256,7 +264,11 @@ export class OysterNode {
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
     this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize });
-    const { server: grpcServer, port } = await startGrpcServer(
+    // A gRPC value is held whole: bounded by the REST body limit and by the
+    // memory of bodies in flight; 64 KiB covers key, meta and options.
+    const maxMessageBytes = Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536);
+    const operations = this.operations;
+    const grpcServer = createGrpcServer(
       [
         {
           definition: BobApiService,
@@ -270,18 +282,23 @@ export class OysterNode {
         },
         {
           definition: replicasDefinition,
-          implementation: replicasService({ ...calls, store: this.store, operations: this.operations }),
+          implementation: replicasService({ ...calls, store: this.store, operations }),
         },
       ],
-      {
-        address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
-        credentials: this.tls && node.tls?.grpc ? grpcServerCredentials(this.tls) : undefined,
-        // A gRPC value is held whole: bounded by the REST body limit and by the
-        // memory of bodies in flight; 64 KiB covers key, meta and options.
-        maxMessageBytes: Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536),
-      },
+      maxMessageBytes,
     );
     this.grpc = grpcServer;
+    const { port: serving, number: port } = await ServingPort.start({
+      address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
+      grpc: grpcServer,
+      credentials: this.tls && node.tls?.grpc ? grpcServerCredentials(this.tls) : null,
+      auth,
+      log: calls.log,
+      maxMessageBytes,
+      serve: operations.handle,
+      onLink: (accepted) => this.metrics.linksAccepted.inc({ outcome: accepted ? 'accepted' : 'refused' }),
+    });
+    this.port = serving;
     this.grpcPort = port;
     const where = alienLocation(config, this.topology);
     const bodyBudget = new BodyBudget(
@@ -369,11 +386,15 @@ export class OysterNode {
       await this.antiEntropy.stop();
       await Promise.all(this.compactors.map((c) => c.stop()));
       const grpcServer = this.grpc;
+      this.port?.close();
       // Peers keep their operation streams open; the graceful shutdown waits for them.
       this.operations?.close();
       const grpcDone = grpcServer
         ? new Promise<void>((resolve) => {
-            const force = setTimeout(() => grpcServer.forceShutdown(), graceMs);
+            const force = setTimeout(() => {
+              grpcServer.forceShutdown();
+              this.port?.destroyLinks();
+            }, graceMs);
             grpcServer.tryShutdown(() => {
               clearTimeout(force);
               resolve();

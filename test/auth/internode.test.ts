@@ -12,6 +12,9 @@ import { TestCluster } from '../cluster/lib';
 import { sample } from '../rest/lib/metrics';
 import { call } from '../rest/lib/node';
 import { basic, interNode, writeUsers } from './lib';
+import { hello, RawLink } from '../helpers/link-client';
+import { newOperation } from '../../src/grpc/operation-codec';
+import { OperationKind } from '../../src/grpc/proto';
 
 const KEY_SIZE = 8;
 
@@ -91,6 +94,33 @@ t.test('Basic authentication in a 2-node cluster', async (t) => {
     t.equal((await call(c.url('n1'), 'GET', '/data/11', undefined, { authorization: basic('reader', 'reader-pw') })).text, 'value 11');
     const wrongPeers = c.procs.get('n1')!.output.concat(c.procs.get('n2')!.output).filter((l) => /Unauthorized|UNAUTHENTICATED/.test(l));
     t.same(wrongPeers, [], 'no node logged a refused inter-node call');
+    t.ok(sample(m1, 'oyster_peer_links_opened_total', { peer: 'n2' }) >= 1, "n1's operations went to n2 over a link, with its InterNode credentials");
+  });
+
+  t.test('an operations link: InterNode credentials checked in its greeting as on gRPC', async (t) => {
+    const address = c.address('n2');
+    const wrong = await RawLink.open(address, hello(interNode('n1')), '127.0.0.2');
+    t.equal(wrong.welcome?.code, Status.UNAUTHENTICATED, `InterNode n1 from 127.0.0.2 is refused: ${wrong.welcome?.details}`);
+    await wrong.closed;
+    const stranger = await RawLink.open(address, hello(interNode('n9')));
+    t.equal(stranger.welcome?.code, Status.UNAUTHENTICATED, 'InterNode naming a node not in cluster.yaml is refused');
+    await stranger.closed;
+    const anonymous = await RawLink.open(address, hello(''));
+    t.not(anonymous.welcome?.code ?? 0, 0, `no credentials (the user "default"): refused (${anonymous.welcome?.details})`);
+    await anonymous.closed;
+    const garbled = await RawLink.open(address, hello('InterNode !!!'));
+    t.equal(garbled.welcome?.code, Status.INVALID_ARGUMENT, 'malformed credentials: INVALID_ARGUMENT');
+    await garbled.closed;
+    const right = await RawLink.open(address, hello(interNode('n1')), '127.0.0.1');
+    t.teardown(() => right.close());
+    t.equal(right.welcome?.code, 0, "InterNode n1 from n1's address is accepted");
+    const key = keyBytes(13, KEY_SIZE);
+    right.send({ ops: [Object.assign(newOperation(OperationKind.PUT, [key]), { id: 1, value: Buffer.from('linked'), timestamp: '5', tick: '0', node: 0 })] });
+    const f = await right.next();
+    t.same(f?.type === 'batch' && f.batch.results.map((r) => r.code ?? 0), [0], 'and may write');
+    const m2 = (await call(c.url('n2'), 'GET', '/metrics')).text;
+    t.ok(sample(m2, 'oyster_links_accepted_total', { outcome: 'refused' }) >= 4, 'the refusals are counted');
+    t.equal((await call(c.url('n2'), 'GET', '/data/13', undefined, admin)).text, 'linked', 'the write is there');
   });
 
   t.test('InterNode credentials are checked against the node address', async (t) => {

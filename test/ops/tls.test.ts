@@ -17,6 +17,7 @@ import t from 'tap';
 import { oyster, PACKAGING } from '../cli/lib';
 import { TestCluster } from '../cluster/lib';
 import { keyBytes, Status } from '../helpers/grpc-client';
+import { hello, RawLink } from '../helpers/link-client';
 import { freePort, startOysterd, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 
@@ -185,6 +186,13 @@ t.test('TLS for REST and gRPC in a 2-node cluster', async (t) => {
     t.equal(await codeOf(grpcGet(c.address('n2'), grpc.credentials.createSsl(fs.readFileSync(pki.otherCa)), key)), Status.UNAVAILABLE, 'a client trusting another CA is refused');
     const wrongName = await codeOf(grpcGet(c.address('n2'), secure, key, { 'grpc.ssl_target_name_override': 'not-oyster.test' }));
     t.equal(wrongName, Status.UNAVAILABLE, 'a client expecting another name is refused');
+    // Operations links are plaintext: between TLS nodes the operations stay on gRPC, and a link is refused.
+    const m1 = (await request(`${https1}/metrics`, 'GET', ca)).text;
+    t.match(m1, /^oyster_peer_links_opened_total\{peer="n2"\} 0$/m, 'no operations link between TLS nodes');
+    t.match(m1, /^oyster_peer_streams_opened_total\{peer="n2"\} [1-9]/m, 'their operations went over a gRPC stream');
+    const link = await RawLink.open(c.address('n2'), hello(''));
+    t.equal(link.welcome?.code, Status.FAILED_PRECONDITION, `a plaintext link to a TLS node is refused: ${link.welcome?.details}`);
+    await link.closed;
     const peerFailures = [...c.proc('n1').output, ...c.proc('n2').output].filter((l) => /"level":"(warn|error)"/.test(l));
     t.same(peerFailures, [], 'no warnings or errors in the node logs');
   });

@@ -1,0 +1,179 @@
+// LinkStream: the sending end of an operations link to one peer, as an
+// OperationStream uses a gRPC stream of Replicas.Operations (write, 'data',
+// 'error', 'end', 'drain', cancel). It connects to the peer's gRPC port and
+// greets it; batches written before the peer answered wait and go once it
+// did. A peer that does not speak links (a bob node, an Oyster node from
+// before them) or refuses one (it serves gRPC with TLS only, or does not
+// take these credentials) gets the same batches over the gRPC stream
+// `fallback` opens, and this stream passes that one's events on: nothing
+// written is lost either way.
+//
+// A peer that cannot be reached (no connection, or no answer to the
+// greeting within `greetingMs`: a stopped process) fails this stream with
+// UNAVAILABLE, as a gRPC stream to it would fail.
+import net from 'node:net';
+import { EventEmitter } from 'node:events';
+import * as grpc from '@grpc/grpc-js';
+import { decodeResultBatch, encodeOperationBatch } from '../grpc/operation-codec';
+import { OperationsDuplex } from '../grpc/operation-stream';
+import { OperationBatchMsg } from '../grpc/proto';
+import { BATCH, decodeStatus, encodeHello, FrameReader, frameHead, parseWelcome, STATUS } from './wire';
+
+/** A frame from a peer at most: results carry values, bounded by the peer's own limits. */
+const MAX_FRAME = 2 ** 31 - 2;
+
+export interface LinkStreamOptions {
+  /** The peer's gRPC address, host:port. */
+  address: string;
+  /** What a gRPC call to the peer carries as `authorization` ("" for nothing). */
+  authorization: string;
+  greetingMs: number;
+  /** Opens the gRPC stream the batches go on when the peer does not speak links. */
+  fallback: () => OperationsDuplex;
+  /** Called once: the link is open, the peer takes none (the batches went over gRPC), or it could not be reached. */
+  onOutcome: (outcome: LinkOutcome) => void;
+}
+
+export type LinkOutcome = 'linked' | 'refused' | 'unreachable';
+
+type Failure = Error & { code: number; details: string };
+
+function failure(code: number, details: string): Failure {
+  return Object.assign(new Error(`${grpc.status[code]}: ${details}`), { code, details });
+}
+
+export class LinkStream extends EventEmitter implements OperationsDuplex {
+  private readonly socket: net.Socket;
+  /** Batches written before the peer answered the greeting. */
+  private held: OperationBatchMsg[] | null = [];
+  private seen: Buffer | null = null;
+  private delegate: OperationsDuplex | null = null;
+  private over = false;
+  private readonly timer: NodeJS.Timeout;
+  private connected = false;
+
+  constructor(private readonly o: LinkStreamOptions) {
+    super();
+    const colon = o.address.lastIndexOf(':');
+    this.socket = net.connect({ host: o.address.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(o.address.slice(colon + 1)), noDelay: true });
+    this.socket.write(encodeHello(o.authorization));
+    this.timer = setTimeout(
+      () => this.fail(failure(grpc.status.UNAVAILABLE, `${o.address} did not answer a link's greeting within ${o.greetingMs} ms`)),
+      o.greetingMs,
+    );
+    this.socket.on('connect', () => (this.connected = true));
+    this.socket.on('data', this.onGreeting);
+    this.socket.on('error', (err) => {
+      // A peer that took the connection and dropped it at the greeting is one
+      // that speaks no links (an HTTP/2 server hanging up on a bad preface).
+      if (this.held !== null && this.connected) this.fallBack();
+      else this.fail(failure(grpc.status.UNAVAILABLE, `${o.address}: ${err.message}`));
+    });
+    this.socket.on('close', () => {
+      if (this.held !== null) this.fallBack();
+      else if (this.delegate === null) this.finish('end');
+    });
+  }
+
+  write(batch: OperationBatchMsg): boolean {
+    if (this.delegate !== null) return this.delegate.write(batch);
+    if (this.held !== null) {
+      this.held.push(batch);
+      return true;
+    }
+    if (this.over) return true;
+    const payload = encodeOperationBatch(batch);
+    this.socket.cork();
+    this.socket.write(frameHead(BATCH, payload.length));
+    const more = this.socket.write(payload);
+    this.socket.uncork();
+    return more;
+  }
+
+  cancel(): void {
+    this.over = true;
+    clearTimeout(this.timer);
+    this.socket.destroy();
+    this.delegate?.cancel();
+  }
+
+  private readonly onGreeting = (chunk: Buffer): void => {
+    this.seen = this.seen === null ? chunk : Buffer.concat([this.seen, chunk]);
+    const welcome = parseWelcome(this.seen);
+    if (welcome === 'short') return;
+    this.socket.off('data', this.onGreeting);
+    clearTimeout(this.timer);
+    // Whatever else the peer answers (an HTTP/2 server's SETTINGS, or it hangs
+    // up), it is no link: the batches go over gRPC.
+    // An Oyster node that refused the link (it serves gRPC with TLS only, or
+    // not these credentials) answers the same batches over gRPC as it would
+    // without links: its refusal, if it is one, comes as gRPC's.
+    if ('error' in welcome || welcome.value.code !== 0) return this.fallBack();
+    const held = this.held ?? [];
+    this.held = null;
+    this.o.onOutcome('linked');
+    const reader = new FrameReader(MAX_FRAME, (type, payload) => {
+      if (type === BATCH) this.emit('data', decodeResultBatch(payload));
+      else if (type === STATUS) {
+        const s = decodeStatus(payload);
+        this.fail(failure(s.code, s.details));
+      } else throw new Error(`a frame of type ${type}`);
+    });
+    this.socket.on('data', (c: Buffer) => {
+      try {
+        reader.push(c);
+      } catch (err) {
+        this.fail(failure(grpc.status.INTERNAL, `${this.o.address} sent ${(err as Error).message}`));
+      }
+    });
+    this.socket.on('drain', () => this.emit('drain'));
+    const rest = this.seen.subarray(welcome.used);
+    this.seen = null;
+    for (const b of held) this.write(b);
+    if (rest.length > 0) this.socket.emit('data', rest);
+  };
+
+  private fallBack(): void {
+    if (this.over || this.delegate !== null) return;
+    clearTimeout(this.timer);
+    this.socket.destroy();
+    this.o.onOutcome('refused');
+    const held = this.held ?? [];
+    this.held = null;
+    const d = this.o.fallback();
+    this.delegate = d;
+    d.on('data', (b) => this.emit('data', b));
+    d.on('error', (err) => this.finish('error', err));
+    d.on('end', () => this.finish('end'));
+    d.on('drain', () => this.emit('drain'));
+    for (const b of held) d.write(b);
+  }
+
+  private fail(err: Failure): void {
+    if (this.delegate !== null || this.over) return;
+    if (this.held !== null) this.o.onOutcome('unreachable');
+    this.held = null;
+    this.socket.destroy();
+    this.finish('error', err);
+  }
+
+  private finish(event: 'error' | 'end', err?: unknown): void {
+    if (this.over) return;
+    this.over = true;
+    clearTimeout(this.timer);
+    if (event === 'error') this.emit('error', err);
+    else this.emit('end');
+  }
+}
+
+/** A stream that fails with UNAVAILABLE as soon as it is listened to: for a peer not tried again yet. */
+export function unreachable(details: string): OperationsDuplex {
+  const s = new (class extends EventEmitter implements OperationsDuplex {
+    write(): boolean {
+      return true;
+    }
+    cancel(): void {}
+  })();
+  setImmediate(() => s.emit('error', failure(grpc.status.UNAVAILABLE, details)));
+  return s;
+}

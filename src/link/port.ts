@@ -1,0 +1,210 @@
+// The node's gRPC port, served by a listener of our own: each connection's
+// first bytes say what it is. An operations link's greeting (./wire.ts) goes
+// to the Operations endpoint over plain TCP; anything else — HTTP/2's
+// preface, a TLS ClientHello — is handed whole to grpc-js, which serves
+// BobApi and Replicas on it as if it had accepted it itself. Bob clients and
+// bob peers see an ordinary gRPC server.
+//
+// Links are plaintext, so a node whose gRPC is TLS refuses them: its peers
+// reach it over gRPC with TLS only.
+import net from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import { EventEmitter } from 'node:events';
+import { Logger } from '../logging/logger';
+import { authorizeCall, failureStatus, tolerant } from '../grpc/server';
+import { decodeOperationBatch, encodeResultBatch } from '../grpc/operation-codec';
+import { OperationsCall } from '../grpc/operations-service';
+import { ResultBatchMsg } from '../grpc/proto';
+import { Authenticator } from '../auth/authenticator';
+import { BATCH, encodeStatus, encodeWelcome, FrameReader, frameHead, parseHello, STATUS } from './wire';
+
+/** How long a new connection may take to say what it is. */
+const GREETING_MS = 10_000;
+
+export interface ServingPortOptions {
+  /** host:port to listen on, as gRPC's bind address ("[::1]:20000", "0.0.0.0:20000"). */
+  address: string;
+  grpc: grpc.Server;
+  /** TLS for gRPC; null: plaintext, and links are accepted. */
+  credentials: grpc.ServerCredentials | null;
+  auth: Authenticator;
+  log: Logger;
+  /** Largest batch a peer may send on a link (as gRPC's largest message). */
+  maxMessageBytes: number;
+  /** Serves an accepted link as it serves an Operations stream. */
+  serve: (call: OperationsCall) => void;
+  /** A link was accepted (true) or refused (false). */
+  onLink?: (accepted: boolean) => void;
+}
+
+export class ServingPort {
+  private readonly listener: net.Server;
+  private readonly links = new Set<net.Socket>();
+  private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
+
+  private constructor(private readonly o: ServingPortOptions) {
+    this.injector = o.grpc.createConnectionInjector(o.credentials ?? grpc.ServerCredentials.createInsecure());
+    this.listener = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+  }
+
+  /** Listens on the address; resolves with the port (the one asked for, or the one given for port 0). */
+  static async start(o: ServingPortOptions): Promise<{ port: ServingPort; number: number }> {
+    const p = new ServingPort(o);
+    const colon = o.address.lastIndexOf(':');
+    const host = o.address.slice(0, colon).replace(/^\[|\]$/g, '');
+    await new Promise<void>((resolve, reject) => {
+      p.listener.once('error', reject);
+      p.listener.listen({ host, port: Number(o.address.slice(colon + 1)) }, () => {
+        p.listener.off('error', reject);
+        resolve();
+      });
+    });
+    return { port: p, number: (p.listener.address() as net.AddressInfo).port };
+  }
+
+  /** Stops accepting connections; links already open stay until their streams end (or `destroyLinks`). */
+  close(): void {
+    this.listener.close();
+  }
+
+  destroyLinks(): void {
+    for (const s of this.links) s.destroy();
+  }
+
+  private accept(socket: net.Socket): void {
+    socket.on('error', () => undefined);
+    const timer = setTimeout(() => socket.destroy(), GREETING_MS);
+    let seen: Buffer | null = null;
+    const onData = (chunk: Buffer) => {
+      seen = seen === null ? chunk : Buffer.concat([seen, chunk]);
+      if (seen[0] !== 0x00) {
+        // gRPC: grpc-js reads the connection from its first byte on.
+        clearTimeout(timer);
+        socket.off('data', onData);
+        socket.pause();
+        socket.unshift(seen);
+        this.injector.injectConnection(socket);
+        return;
+      }
+      const hello = parseHello(seen);
+      if (hello === 'short') return;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      if ('error' in hello) {
+        socket.destroy();
+        return;
+      }
+      socket.pause();
+      void this.greet(socket, hello.value, seen.subarray(hello.used));
+    };
+    socket.on('data', onData);
+  }
+
+  private async greet(socket: net.Socket, authorization: string, rest: Buffer): Promise<void> {
+    const call = new LinkCall(socket, authorization, this.o.maxMessageBytes, this.o.log);
+    let refusal: Partial<grpc.StatusObject> | null = null;
+    if (this.o.credentials !== null) {
+      refusal = { code: grpc.status.FAILED_PRECONDITION, details: 'this node serves gRPC with TLS only: no plaintext links' };
+    } else {
+      try {
+        await authorizeCall(this.o.auth, 'Operations', call);
+      } catch (err) {
+        refusal = failureStatus(err, 'Operations', this.o.log);
+      }
+    }
+    this.o.onLink?.(refusal === null);
+    if (socket.destroyed) return;
+    if (refusal !== null) {
+      socket.end(encodeWelcome(refusal.code ?? grpc.status.UNKNOWN, refusal.details ?? ''));
+      return;
+    }
+    socket.write(encodeWelcome(0, ''));
+    this.links.add(socket);
+    socket.once('close', () => this.links.delete(socket));
+    this.o.serve(call);
+    call.start(rest);
+  }
+}
+
+/**
+ * An accepted link as the Operations endpoint sees a gRPC call: batches in
+ * as 'data', results out by write(), a failure status by emit('error')
+ * (sent as a STATUS frame, then the link ends), flow control by pause and
+ * resume of the socket.
+ */
+class LinkCall extends EventEmitter implements OperationsCall {
+  cancelled = false;
+  readonly metadata = new grpc.Metadata();
+  private readonly reader: FrameReader;
+
+  constructor(
+    private readonly socket: net.Socket,
+    authorization: string,
+    maxBytes: number,
+    private readonly log: Logger,
+  ) {
+    super();
+    if (authorization !== '') this.metadata.set('authorization', authorization);
+    this.reader = new FrameReader(maxBytes, (type, payload) => {
+      if (type !== BATCH) throw new Error(`a frame of type ${type} from the client`);
+      this.emit('data', tolerant(decodeOperationBatch)(payload));
+    });
+    this.on('error', (status: Partial<grpc.StatusObject>) => {
+      if (this.socket.destroyed) return;
+      const payload = encodeStatus(status.code ?? grpc.status.UNKNOWN, status.details ?? '');
+      this.socket.write(frameHead(STATUS, payload.length));
+      this.socket.end(payload);
+    });
+  }
+
+  /** Reads the link, from `rest` (what came after the greeting) on. */
+  start(rest: Buffer): void {
+    const s = this.socket;
+    s.on('data', (chunk: Buffer) => this.take(chunk));
+    s.on('end', () => this.emit('end'));
+    s.on('close', () => {
+      this.cancelled = true;
+      this.emit('cancelled');
+    });
+    s.on('drain', () => this.emit('drain'));
+    if (rest.length > 0) this.take(rest);
+    s.resume();
+  }
+
+  getPeer(): string {
+    return `${this.socket.remoteAddress}:${this.socket.remotePort}`;
+  }
+
+  write(batch: ResultBatchMsg): boolean {
+    const payload = encodeResultBatch(batch);
+    this.socket.cork();
+    this.socket.write(frameHead(BATCH, payload.length));
+    const more = this.socket.write(payload);
+    this.socket.uncork();
+    return more;
+  }
+
+  end(): void {
+    this.socket.end();
+  }
+
+  pause(): this {
+    this.socket.pause();
+    return this;
+  }
+
+  resume(): this {
+    this.socket.resume();
+    return this;
+  }
+
+  private take(chunk: Buffer): void {
+    try {
+      this.reader.push(chunk);
+    } catch (err) {
+      // Framing lost: nothing after can be read.
+      this.log.warn({ peer: this.getPeer(), err: (err as Error).message }, 'operations link closed: malformed frame');
+      this.socket.destroy();
+    }
+  }
+}

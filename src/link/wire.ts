@@ -1,0 +1,149 @@
+// The operations link's bytes (docs/FORMAT.md §14): a greeting each way,
+// then frames. A link is a plain TCP connection to a node's gRPC port that
+// carries the Replicas.Operations batches of one peer without HTTP/2; the
+// greeting's first byte (NUL) is one neither HTTP/2's preface nor TLS can
+// start with, which is how the port tells the two apart.
+
+/** What a link's greetings start with: NUL, "OYSTER", the link's version. */
+export const MAGIC = Buffer.from([0x00, 0x4f, 0x59, 0x53, 0x54, 0x45, 0x52, 0x01]);
+/** A greeting's authorization or details at most, bytes. */
+export const MAX_TEXT = 4096;
+/** Frame types. */
+export const BATCH = 1;
+export const STATUS = 2;
+/** A frame's length field counts its type byte and payload. */
+const HEAD = 5;
+
+// A greeting's reserved bytes (zero): they make it at least as long as
+// HTTP/2's 24-byte preface, so that an HTTP/2 server that reads the whole
+// preface before it compares (and would wait for more) hangs up at once.
+const RESERVED = 14;
+const HELLO = MAGIC.length + RESERVED + 2;
+
+/** The client's greeting: the authorization a gRPC call would carry as metadata ("" without). */
+export function encodeHello(authorization: string): Buffer {
+  const text = Buffer.from(authorization, 'utf8');
+  const out = Buffer.alloc(HELLO + text.length);
+  MAGIC.copy(out, 0);
+  out.writeUInt16LE(text.length, HELLO - 2);
+  text.copy(out, HELLO);
+  return out;
+}
+
+/** The server's answer to a greeting: a gRPC status code (0: the link is open) and its details. */
+export function encodeWelcome(code: number, details: string): Buffer {
+  const text = Buffer.from(details.slice(0, MAX_TEXT / 4), 'utf8');
+  const out = Buffer.allocUnsafe(MAGIC.length + 6 + text.length);
+  MAGIC.copy(out, 0);
+  out.writeUInt32LE(code, MAGIC.length);
+  out.writeUInt16LE(text.length, MAGIC.length + 4);
+  text.copy(out, MAGIC.length + 6);
+  return out;
+}
+
+export type Parsed<T> = { value: T; used: number } | 'short' | { error: string };
+
+/** Reads a greeting from the start of `b`: the authorization, or 'short' while more bytes are needed. */
+export function parseHello(b: Buffer): Parsed<string> {
+  const prefix = magicPrefix(b);
+  if (prefix !== null) return prefix;
+  if (b.length < HELLO) return 'short';
+  const n = b.readUInt16LE(HELLO - 2);
+  if (n > MAX_TEXT) return { error: `a greeting's authorization of ${n} bytes (at most ${MAX_TEXT})` };
+  if (b.length < HELLO + n) return 'short';
+  return { value: b.toString('utf8', HELLO, HELLO + n), used: HELLO + n };
+}
+
+/** Reads the server's answer from the start of `b`. */
+export function parseWelcome(b: Buffer): Parsed<{ code: number; details: string }> {
+  const prefix = magicPrefix(b);
+  if (prefix !== null) return prefix;
+  if (b.length < MAGIC.length + 6) return 'short';
+  const code = b.readUInt32LE(MAGIC.length);
+  const n = b.readUInt16LE(MAGIC.length + 4);
+  if (n > MAX_TEXT) return { error: `an answer's details of ${n} bytes (at most ${MAX_TEXT})` };
+  if (b.length < MAGIC.length + 6 + n) return 'short';
+  return { value: { code, details: b.toString('utf8', MAGIC.length + 6, MAGIC.length + 6 + n) }, used: MAGIC.length + 6 + n };
+}
+
+// 'short' while `b` may still become the magic, an error once it cannot.
+function magicPrefix(b: Buffer): 'short' | { error: string } | null {
+  const n = Math.min(b.length, MAGIC.length);
+  if (!b.subarray(0, n).equals(MAGIC.subarray(0, n))) return { error: 'not an operations link' };
+  return n < MAGIC.length ? 'short' : null;
+}
+
+/** A frame's header: its length (type byte included) and type. */
+export function frameHead(type: number, payloadBytes: number): Buffer {
+  const head = Buffer.allocUnsafe(HEAD);
+  head.writeUInt32LE(payloadBytes + 1, 0);
+  head[4] = type;
+  return head;
+}
+
+/** A STATUS frame's payload: a gRPC status code and its details. */
+export function encodeStatus(code: number, details: string): Buffer {
+  const text = Buffer.from(details.slice(0, MAX_TEXT / 4), 'utf8');
+  const out = Buffer.allocUnsafe(4 + text.length);
+  out.writeUInt32LE(code, 0);
+  text.copy(out, 4);
+  return out;
+}
+
+export function decodeStatus(payload: Buffer): { code: number; details: string } {
+  if (payload.length < 4) throw new Error(`a status frame of ${payload.length} bytes`);
+  return { code: payload.readUInt32LE(0), details: payload.toString('utf8', 4) };
+}
+
+/**
+ * Cuts a byte stream into frames. A frame that arrives within one chunk is
+ * handed on as a view of it; a larger one is gathered into a buffer of its
+ * own size, allocated once its header is in (never more than `maxBytes`).
+ */
+export class FrameReader {
+  private readonly head = Buffer.alloc(HEAD);
+  private headFill = 0;
+  private body: Buffer | null = null;
+  private bodyFill = 0;
+  private type = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly onFrame: (type: number, payload: Buffer) => void,
+  ) {}
+
+  /** Takes the next bytes; throws (the stream is unusable) on a frame of length 0 or over maxBytes. */
+  push(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.body === null) {
+        const n = Math.min(HEAD - this.headFill, chunk.length - at);
+        chunk.copy(this.head, this.headFill, at, at + n);
+        this.headFill += n;
+        at += n;
+        if (this.headFill < HEAD) return;
+        const length = this.head.readUInt32LE(0);
+        if (length === 0 || length - 1 > this.maxBytes) throw new Error(`a frame of ${length} bytes (at most ${this.maxBytes + 1})`);
+        this.type = this.head[4];
+        this.headFill = 0;
+        const size = length - 1;
+        if (chunk.length - at >= size) {
+          this.onFrame(this.type, chunk.subarray(at, at + size));
+          at += size;
+          continue;
+        }
+        this.body = Buffer.allocUnsafe(size);
+        this.bodyFill = 0;
+      }
+      const n = Math.min(this.body.length - this.bodyFill, chunk.length - at);
+      chunk.copy(this.body, this.bodyFill, at, at + n);
+      this.bodyFill += n;
+      at += n;
+      if (this.bodyFill === this.body.length) {
+        const body = this.body;
+        this.body = null;
+        this.onFrame(this.type, body);
+      }
+    }
+  }
+}

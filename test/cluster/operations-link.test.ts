@@ -1,0 +1,179 @@
+// Operations links (docs/FORMAT.md §14): Oyster peers send their
+// operations over a plain TCP link to the gRPC port, bob clients on the same
+// port keep speaking gRPC, and what a link carries is checked as a gRPC
+// stream's messages are. A peer that takes no link — here a bob-shaped node
+// that serves BobApi alone, built with grpc-js's standard options — gets the
+// same operations over gRPC: written, read, deleted as acknowledged.
+import * as grpc from '@grpc/grpc-js';
+import net from 'node:net';
+import t from 'tap';
+import type { Test } from 'tap';
+import { newOperation } from '../../src/grpc/operation-codec';
+import { BobApiService, OperationKind, PutRequestMsg, GetRequestMsg, DeleteRequestMsg, ExistRequestMsg } from '../../src/grpc/proto';
+import { sample } from '../rest/lib/metrics';
+import { frame, hello, RawLink } from '../helpers/link-client';
+import { TestCluster, sleep, waitFor } from './lib';
+
+const KEY_SIZE = 8;
+
+const put = (id: number, key: Buffer, value: string, ts: number) =>
+  Object.assign(newOperation(OperationKind.PUT, [key]), { id, value: Buffer.from(value), timestamp: String(ts), tick: '0', node: 0 });
+const get = (id: number, key: Buffer) => Object.assign(newOperation(OperationKind.GET, [key]), { id, source: 0 });
+
+/** Connects to `address`, sends `bytes`, reads whatever comes back, resolves when the node closed the connection. */
+function sendAndWaitForClose(address: string, bytes: Buffer): Promise<void> {
+  const colon = address.lastIndexOf(':');
+  const s = net.connect(Number(address.slice(colon + 1)), address.slice(0, colon));
+  s.on('error', () => undefined);
+  s.resume();
+  s.write(bytes);
+  return new Promise((resolve) => s.on('close', () => resolve()));
+}
+
+t.test('Oyster peers: operations over links, gRPC clients on the same port', async (t) => {
+  const c = await TestCluster.start(t, {
+    nodes: ['n1', 'n2'],
+    replicas: [['n1', 'n2']],
+    keySize: KEY_SIZE,
+    opts: { quorum: 2 },
+  });
+  await c.waitLinks();
+  const metrics = async (n: string) => (await c.rest(n, 'GET', '/metrics')).text;
+
+  await t.test('a write through one node reaches the other over a link', async (t) => {
+    for (let k = 1; k <= 20; k++) t.equal((await c.rest('n1', 'POST', `/data/${k}`, `value ${k}`)).status, 201, `key ${k} written through n1 (quorum 2)`);
+    for (let k = 1; k <= 20; k++) t.equal((await c.rest('n2', 'GET', `/data/${k}`)).text, `value ${k}`, `key ${k} read through n2`);
+    t.ok(sample(await metrics('n1'), 'oyster_peer_links_opened_total', { peer: 'n2' }) >= 1, "n1's operations to n2 went over a link");
+    t.ok(sample(await metrics('n2'), 'oyster_links_accepted_total', { outcome: 'accepted' }) >= 1, 'n2 accepted it');
+    // A BobApi client on the same port is served by gRPC as before.
+    const v = await c.grpc('n2').get(Buffer.from([3, 0, 0, 0, 0, 0, 0, 0]));
+    t.equal(v.data.toString(), 'value 3', 'a gRPC Get on the same port');
+  });
+
+  await t.test('the link as FORMAT.md describes it, byte by byte', async (t) => {
+    const link = await RawLink.open(c.address('n2'), hello(''));
+    t.teardown(() => link.close());
+    t.same(link.welcome, { code: 0, details: '' }, 'an accepted greeting');
+    const key = Buffer.alloc(KEY_SIZE, 0x41);
+    link.send({ ops: [put(7, key, 'over the link', 100)] });
+    let f = await link.next();
+    t.same(f?.type === 'batch' && f.batch.results.map((r) => [r.id, r.code ?? 0]), [[7, 0]], 'the Put answered by id');
+    link.send({ ops: [get(8, key), get(9, Buffer.alloc(KEY_SIZE, 0x42))] });
+    const results = new Map<number, { kind?: number; value?: Buffer }>();
+    while (results.size < 2) {
+      f = await link.next();
+      if (f?.type !== 'batch') break;
+      for (const r of f.batch.results) results.set(r.id, r);
+    }
+    t.equal(results.get(8)?.value?.toString(), 'over the link', 'the Get finds it');
+    t.equal(results.get(9)?.kind ?? 0, 0, 'a key never written: absent');
+    t.equal((await c.rest('n2', 'GET', `/data/${0x4141414141414141n}`)).text, 'over the link', 'REST reads the value the link wrote');
+  });
+
+  await t.test('malformed links: refused, and the node serves on', async (t) => {
+    const address = c.address('n2');
+    const bad = await RawLink.open(address, hello(''));
+    bad.socket.write(frame(1, Buffer.from([0x0a, 0xff])));
+    const status = await bad.next();
+    t.same(status?.type === 'status' && status.code, grpc.status.INVALID_ARGUMENT, 'an undecodable batch: an INVALID_ARGUMENT status');
+    t.match(status?.type === 'status' ? status.details : '', /malformed Operations batch/, 'naming what was wrong');
+    await bad.closed;
+    t.pass('and the link is closed');
+
+    const huge = await RawLink.open(address, hello(''));
+    const head = Buffer.alloc(5);
+    head.writeUInt32LE(0xffffffff, 0);
+    head[4] = 1;
+    huge.socket.write(head);
+    await huge.closed;
+    t.pass('a frame longer than the largest message: closed before anything is read into memory');
+
+    const empty = await RawLink.open(address, hello(''));
+    empty.socket.write(Buffer.alloc(5));
+    await empty.closed;
+    t.pass('a frame of length 0: closed');
+
+    const wrongType = await RawLink.open(address, hello(''));
+    wrongType.socket.write(frame(9, Buffer.from('x')));
+    await wrongType.closed;
+    t.pass('a frame of an unknown type: closed');
+
+    const notMagic = Buffer.concat([Buffer.from('\x00OYSTEX\x01', 'latin1'), Buffer.alloc(16)]);
+    await sendAndWaitForClose(address, notMagic);
+    t.pass('a greeting with the wrong magic: closed');
+    await sendAndWaitForClose(address, Buffer.concat([hello('').subarray(0, 22), Buffer.from([0xff, 0xff])]));
+    t.pass('a greeting announcing 65,535 bytes of authorization: closed');
+    await sendAndWaitForClose(address, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    t.pass('HTTP/1.1 on the gRPC port: grpc-js closes it');
+    t.equal(c.isRunning('n2'), true, 'n2 runs on');
+    t.equal((await c.rest('n1', 'POST', '/data/99', 'after')).status, 201, 'and the cluster still writes at quorum 2');
+    t.equal((await c.grpc('n2').get(Buffer.from([99, 0, 0, 0, 0, 0, 0, 0]))).data.toString(), 'after', 'gRPC still reads');
+  });
+
+  await t.test('a peer restarted: the link comes back', async (t) => {
+    const before = sample(await metrics('n1'), 'oyster_peer_links_opened_total', { peer: 'n2' });
+    await c.stop('n2');
+    await c.startNode('n2');
+    await waitFor('n1 to see n2 again', () => c.sees('n1', 'n2'), 15_000);
+    await waitFor(
+      'a write at quorum 2',
+      async () => (await c.rest('n1', 'POST', '/data/100', 'back')).status === 201,
+      10_000,
+    );
+    const after = sample(await metrics('n1'), 'oyster_peer_links_opened_total', { peer: 'n2' });
+    t.ok(after > before, `a new link to the restarted peer (${before} → ${after})`);
+    t.equal((await c.rest('n2', 'GET', '/data/100')).text, 'back', 'the write reached it');
+  });
+});
+
+/** A node as bob is to its peers: BobApi only, over grpc-js with standard options, keeping what it is sent in memory. */
+async function bobShapedNode(t: Test, address: string): Promise<{ stored: Map<string, { data: string; ts: string }>; calls: string[] }> {
+  const stored = new Map<string, { data: string; ts: string }>();
+  const calls: string[] = [];
+  const hex = (k: Buffer) => k.toString('hex').toUpperCase();
+  const server = new grpc.Server();
+  server.addService(BobApiService, {
+    Ping: (_call: unknown, cb: grpc.sendUnaryData<object>) => cb(null, {}),
+    Put: (call: grpc.ServerUnaryCall<PutRequestMsg, object>, cb: grpc.sendUnaryData<object>) => {
+      calls.push('Put');
+      stored.set(hex(call.request.key!.key), { data: call.request.data!.data.toString(), ts: String(call.request.data!.meta!.timestamp) });
+      cb(null, {});
+    },
+    Get: (call: grpc.ServerUnaryCall<GetRequestMsg, object>, cb: grpc.sendUnaryData<object>) => {
+      calls.push('Get');
+      const v = stored.get(hex(call.request.key!.key));
+      if (!v) return cb({ code: grpc.status.NOT_FOUND, details: `KeyNotFound ${hex(call.request.key!.key)}` });
+      cb(null, { data: Buffer.from(v.data), meta: { timestamp: v.ts } });
+    },
+    Exist: (call: grpc.ServerUnaryCall<ExistRequestMsg, object>, cb: grpc.sendUnaryData<object>) => {
+      calls.push('Exist');
+      cb(null, { exist: call.request.keys.map((k) => stored.has(hex(k!.key))) });
+    },
+    Delete: (call: grpc.ServerUnaryCall<DeleteRequestMsg, object>, cb: grpc.sendUnaryData<object>) => {
+      calls.push('Delete');
+      stored.delete(hex(call.request.key!.key));
+      cb(null, {});
+    },
+  });
+  await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  t.teardown(() => server.forceShutdown());
+  return { stored, calls };
+}
+
+t.test('a peer that takes no link (bob-shaped): its operations go over gRPC, none lost', async (t) => {
+  const c = await TestCluster.start(t, { nodes: ['n1', 'bob'], replicas: [['n1', 'bob']], keySize: KEY_SIZE, opts: { quorum: 2 } }, ['n1']);
+  const bob = await bobShapedNode(t, c.address('bob'));
+  await waitFor('n1 to see the bob node', () => c.sees('n1', 'bob'), 15_000);
+  for (let k = 1; k <= 10; k++) t.equal((await c.rest('n1', 'POST', `/data/${k}`, `value ${k}`)).status, 201, `key ${k} written at quorum 2`);
+  t.equal(bob.stored.size, 10, 'the bob node holds all 10');
+  t.same(bob.stored.get('0500000000000000'), { data: 'value 5', ts: bob.stored.get('0500000000000000')?.ts }, 'as written');
+  t.equal((await c.rest('n1', 'GET', '/data/5')).text, 'value 5', 'read back through n1');
+  t.equal((await c.rest('n1', 'DELETE', '/data/5')).status, 200, 'deleted through n1');
+  t.notOk(bob.stored.has('0500000000000000'), 'on the bob node too');
+  const text = (await c.rest('n1', 'GET', '/metrics')).text;
+  t.equal(sample(text, 'oyster_peer_links_opened_total', { peer: 'bob' }), 0, 'no link was opened to it');
+  t.ok(bob.calls.includes('Put'), `it was sent BobApi calls (${[...new Set(bob.calls)].join(', ')})`);
+  await sleep(0);
+});
