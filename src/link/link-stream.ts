@@ -103,11 +103,10 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     if (welcome === 'short') return;
     this.socket.off('data', this.onGreeting);
     clearTimeout(this.timer);
-    // Whatever else the peer answers (an HTTP/2 server's SETTINGS, or it hangs
-    // up), it is no link: the batches go over gRPC.
-    // An Oyster node that refused the link (it serves gRPC with TLS only, or
-    // not these credentials) answers the same batches over gRPC as it would
-    // without links: its refusal, if it is one, comes as gRPC's.
+    // Anything but the magic (an HTTP/2 server's SETTINGS) is no link; an
+    // Oyster node that refused one (it serves gRPC with TLS only, or not these
+    // credentials) answers the same batches over gRPC as it would without
+    // links, its refusal, if it is one, coming as gRPC's.
     if ('error' in welcome || welcome.value.code !== 0) return this.fallBack();
     const held = this.held ?? [];
     this.held = null;
@@ -119,18 +118,19 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
         this.fail(failure(s.code, s.details));
       } else throw new Error(`a frame of type ${type}`);
     });
-    this.socket.on('data', (c: Buffer) => {
+    const take = (c: Buffer) => {
       try {
         reader.push(c);
       } catch (err) {
         this.fail(failure(grpc.status.INTERNAL, `${this.o.address} sent ${(err as Error).message}`));
       }
-    });
+    };
+    this.socket.on('data', take);
     this.socket.on('drain', () => this.emit('drain'));
     const rest = this.seen.subarray(welcome.used);
     this.seen = null;
     for (const b of held) this.write(b);
-    if (rest.length > 0) this.socket.emit('data', rest);
+    if (rest.length > 0) take(rest);
   };
 
   private fallBack(): void {
