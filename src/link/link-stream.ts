@@ -17,7 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import { decodeResultBatch, encodeOperationBatch } from '../grpc/operation-codec';
 import { OperationsDuplex } from '../grpc/operation-stream';
 import { OperationBatchMsg } from '../grpc/proto';
-import { BATCH, decodeStatus, encodeHello, FrameReader, frameHead, parseWelcome, STATUS } from './wire';
+import { BATCH, decodeStatus, encodeHello, FrameReader, frameHead, KEEPALIVE_MS, parseWelcome, STATUS } from './wire';
 
 /** A frame from a peer at most: results carry values, bounded by the peer's own limits. */
 const MAX_FRAME = 2 ** 31 - 2;
@@ -56,6 +56,7 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     super();
     const colon = o.address.lastIndexOf(':');
     this.socket = net.connect({ host: o.address.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(o.address.slice(colon + 1)), noDelay: true });
+    this.socket.setKeepAlive(true, KEEPALIVE_MS);
     this.socket.write(encodeHello(o.authorization));
     this.timer = setTimeout(
       () => this.fail(failure(grpc.status.UNAVAILABLE, `${o.address} did not answer a link's greeting within ${o.greetingMs} ms`)),

@@ -16,7 +16,7 @@ import { decodeOperationBatch, encodeResultBatch } from '../grpc/operation-codec
 import { OperationsCall } from '../grpc/operations-service';
 import { ResultBatchMsg } from '../grpc/proto';
 import { Authenticator } from '../auth/authenticator';
-import { BATCH, encodeStatus, encodeWelcome, FrameReader, frameHead, parseHello, STATUS } from './wire';
+import { BATCH, encodeStatus, encodeWelcome, FrameReader, frameHead, KEEPALIVE_MS, parseHello, STATUS } from './wire';
 
 /** How long a new connection may take to say what it is. */
 const GREETING_MS = 10_000;
@@ -73,6 +73,8 @@ export class ServingPort {
 
   private accept(socket: net.Socket): void {
     socket.on('error', () => undefined);
+    // A peer whose host vanished without closing leaves no socket behind.
+    socket.setKeepAlive(true, KEEPALIVE_MS);
     const timer = setTimeout(() => socket.destroy(), GREETING_MS);
     let seen: Buffer | null = null;
     const onData = (chunk: Buffer) => {

@@ -8,6 +8,8 @@
 export const MAGIC = Buffer.from([0x00, 0x4f, 0x59, 0x53, 0x54, 0x45, 0x52, 0x01]);
 /** A greeting's authorization or details at most, bytes. */
 export const MAX_TEXT = 4096;
+/** Idle time before TCP keepalive probes a link (both ends): a peer whose host vanished leaves no socket behind. */
+export const KEEPALIVE_MS = 30_000;
 /** Frame types. */
 export const BATCH = 1;
 export const STATUS = 2;

@@ -1,0 +1,56 @@
+// The operations link's bytes (src/link/wire.ts) against the layout in
+// docs/FORMAT.md §14, written out here by hand (test/helpers/link-client.ts):
+// greetings parse from every prefix ('short' until whole, refused at the
+// first byte that cannot be the magic), and frames come out whole and in
+// order however TCP cuts the stream.
+import t from 'tap';
+import { encodeHello, encodeWelcome, FrameReader, parseHello, parseWelcome } from '../../src/link/wire';
+import { frame, hello, LINK_MAGIC } from '../helpers/link-client';
+
+t.test('greetings: the layout of FORMAT.md, and every prefix', async (t) => {
+  const auth = 'InterNode bjE=';
+  t.same(encodeHello(auth), hello(auth), "the client's greeting, byte by byte");
+  t.ok(encodeHello('').length >= 24, 'at least as long as the HTTP/2 preface');
+  const full = Buffer.concat([encodeHello(auth), Buffer.from('next')]);
+  for (let n = 0; n < full.length - 4; n++) t.equal(parseHello(full.subarray(0, n)), 'short', `${n} bytes: short`);
+  t.same(parseHello(full), { value: auth, used: full.length - 4 }, 'whole: the authorization, and where the frames start');
+  t.same(parseHello(Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')), { error: 'not an operations link' }, "HTTP/2's preface is no greeting");
+  t.same(parseHello(Buffer.from([0x00, 0x4f, 0x58])), { error: 'not an operations link' }, 'refused at the first wrong byte');
+  const tooLong = Buffer.concat([hello('').subarray(0, 22), Buffer.from([0x01, 0x10])]);
+  t.match(parseHello(tooLong), { error: /4097 bytes/ }, 'an authorization over 4,096 bytes is refused before it arrives');
+
+  const welcome = encodeWelcome(16, 'Unauthorized request');
+  t.same(welcome.subarray(0, 8), LINK_MAGIC, "the node's answer starts with the magic");
+  t.equal(welcome.readUInt32LE(8), 16, 'then the status code');
+  t.equal(welcome.readUInt16LE(12), 20, 'then the length of the details');
+  for (let n = 0; n < welcome.length; n++) t.equal(parseWelcome(welcome.subarray(0, n)), 'short', `${n} bytes of the answer: short`);
+  t.same(parseWelcome(welcome), { value: { code: 16, details: 'Unauthorized request' }, used: welcome.length });
+  t.same(parseWelcome(Buffer.from([0, 0, 0x12, 4, 0, 0, 0, 0, 0])), { error: 'not an operations link' }, 'an HTTP/2 SETTINGS frame is no answer');
+});
+
+t.test('frames come out whole and in order however the stream is cut', async (t) => {
+  let seed = 12345;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const payloads = [0, 1, 5, 100, 70_000, 0, 3, 300_000].map((n, i) => Buffer.alloc(n, i + 1));
+  const stream = Buffer.concat(payloads.map((p, i) => frame(1 + (i % 2), p)));
+  for (let run = 0; run < 50; run++) {
+    const got: Array<[number, Buffer]> = [];
+    const reader = new FrameReader(1 << 20, (type, payload) => got.push([type, Buffer.from(payload)]));
+    for (let at = 0; at < stream.length; ) {
+      const n = 1 + rand(run % 2 === 0 ? 7 : 100_000);
+      reader.push(stream.subarray(at, at + n));
+      at += n;
+    }
+    if (got.length !== payloads.length || got.some(([type, p], i) => type !== 1 + (i % 2) || !p.equals(payloads[i]))) {
+      t.fail(`run ${run}: ${got.length} frames, not the ${payloads.length} sent`);
+      return;
+    }
+  }
+  t.pass('50 runs, cut into pieces of 1-7 bytes and of up to 100,000: every frame whole, in order, with its type');
+  const limited = new FrameReader(1000, () => t.fail('no frame'));
+  t.throws(() => limited.push(frame(1, Buffer.alloc(1001)).subarray(0, 5)), /at most 1001/, 'a frame over the limit is refused from its header alone');
+  t.throws(() => new FrameReader(1000, () => undefined).push(Buffer.alloc(5)), /a frame of 0 bytes/, 'a frame of length 0 is refused');
+});
