@@ -75,7 +75,7 @@ export class ServingPort {
     socket.on('error', () => undefined);
     // A peer whose host vanished without closing leaves no socket behind.
     socket.setKeepAlive(true, KEEPALIVE_MS);
-    const timer = setTimeout(() => socket.destroy(), GREETING_MS);
+    const timer = setTimeout(() => socket.destroy(), GREETING_MS).unref();
     let seen: Buffer | null = null;
     const onData = (chunk: Buffer) => {
       seen = seen === null ? chunk : Buffer.concat([seen, chunk]);
@@ -117,7 +117,10 @@ export class ServingPort {
     this.o.onLink?.(refusal === null);
     if (socket.destroyed) return;
     if (refusal !== null) {
+      // Read on (and drop) what the client still sends, so that its close is seen.
+      socket.resume();
       socket.end(encodeWelcome(refusal.code ?? grpc.status.UNKNOWN, refusal.details ?? ''));
+      setTimeout(() => socket.destroy(), GREETING_MS).unref();
       return;
     }
     socket.write(encodeWelcome(0, ''));
@@ -138,6 +141,8 @@ class LinkCall extends EventEmitter implements OperationsCall {
   cancelled = false;
   readonly metadata = new grpc.Metadata();
   private readonly reader: FrameReader;
+  // The endpoint ended the stream: frames that still come are not its.
+  private over = false;
 
   constructor(
     private readonly socket: net.Socket,
@@ -149,9 +154,10 @@ class LinkCall extends EventEmitter implements OperationsCall {
     if (authorization !== '') this.metadata.set('authorization', authorization);
     this.reader = new FrameReader(maxBytes, (type, payload) => {
       if (type !== BATCH) throw new Error(`a frame of type ${type} from the client`);
-      this.emit('data', tolerant(decodeOperationBatch)(payload));
+      if (!this.over) this.emit('data', tolerant(decodeOperationBatch)(payload));
     });
     this.on('error', (status: Partial<grpc.StatusObject>) => {
+      this.over = true;
       if (this.socket.destroyed) return;
       const payload = encodeStatus(status.code ?? grpc.status.UNKNOWN, status.details ?? '');
       this.socket.write(frameHead(STATUS, payload.length));
@@ -187,6 +193,7 @@ class LinkCall extends EventEmitter implements OperationsCall {
   }
 
   end(): void {
+    this.over = true;
     this.socket.end();
   }
 

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import net from 'node:net';
 import t from 'tap';
 import type { Test } from 'tap';
-import { newOperation } from '../../src/grpc/operation-codec';
+import { encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
 import { BobApiService, OperationKind, PutRequestMsg, GetRequestMsg, DeleteRequestMsg, ExistRequestMsg } from '../../src/grpc/proto';
 import { sample } from '../rest/lib/metrics';
 import { frame, hello, RawLink } from '../helpers/link-client';
@@ -73,12 +73,15 @@ t.test('Oyster peers: operations over links, gRPC clients on the same port', asy
   await t.test('malformed links: refused, and the node serves on', async (t) => {
     const address = c.address('n2');
     const bad = await RawLink.open(address, hello(''));
-    bad.socket.write(frame(1, Buffer.from([0x0a, 0xff])));
+    // A good batch right behind the bad one, in the same segment: not run.
+    const after = Buffer.alloc(KEY_SIZE, 0x43);
+    bad.socket.write(Buffer.concat([frame(1, Buffer.from([0x0a, 0xff])), frame(1, encodeOperationBatch({ ops: [put(1, after, 'after the bad one', 100)] }))]));
     const status = await bad.next();
     t.same(status?.type === 'status' && status.code, grpc.status.INVALID_ARGUMENT, 'an undecodable batch: an INVALID_ARGUMENT status');
     t.match(status?.type === 'status' ? status.details : '', /malformed Operations batch/, 'naming what was wrong');
     await bad.closed;
     t.pass('and the link is closed');
+    t.equal((await c.rest('n2', 'GET', `/data/${0x4343434343434343n}`)).status, 404, 'a batch sent after the bad one on that link was not run');
 
     const huge = await RawLink.open(address, hello(''));
     const head = Buffer.alloc(5);
