@@ -46,8 +46,6 @@ export interface OperationStreamOptions {
   holdMs?: number;
   /** An operation refused because too many wait for the peer. */
   onRefused?: () => void;
-  /** A stream was opened (the first, or one after a failure). */
-  onOpen?: () => void;
 }
 
 class Pending {
@@ -187,7 +185,6 @@ export class OperationStream {
 
   private openStream(): OperationsDuplex {
     const s = this.o.open(true);
-    this.o.onOpen?.();
     this.stream = s;
     this.writable = true;
     this._unsupported = false;

@@ -79,7 +79,7 @@ export class PeerClient implements NodeApi {
   // Until when the peer is sent BobApi calls (it answered the stream UNIMPLEMENTED).
   private bobUntil = 0;
   // Until when operations go over gRPC: the peer took no link.
-  private gRpcUntil = 0;
+  private grpcUntil = 0;
   // No link is tried before this (the last attempt found the peer unreachable), and the pause after the next failure.
   private linkAfter = 0;
   private linkPauseMs = 0;
@@ -119,7 +119,7 @@ export class PeerClient implements NodeApi {
       return this.replicas.makeBidiStreamRequest(OPERATIONS_PATH, encodeOperationBatch, decodeResultBatch, md);
     };
     const now = Date.now();
-    if (!this.options.links || now < this.gRpcUntil) return overGrpc();
+    if (!this.options.links || now < this.grpcUntil) return overGrpc();
     // A peer found unreachable is tried again after a pause that doubles up
     // to the channel's reconnect back-off: its restart costs a few attempts,
     // not one per operation. Meanwhile its operations fail at once.
@@ -134,7 +134,7 @@ export class PeerClient implements NodeApi {
           this.linkPauseMs = 0;
           this.options.onStreamOpened?.(true);
         } else if (o === 'refused') {
-          this.gRpcUntil = Date.now() + UNSUPPORTED_MS;
+          this.grpcUntil = Date.now() + UNSUPPORTED_MS;
         } else {
           this.linkPauseMs = Math.min(Math.max(100, this.linkPauseMs * 2), this.options.maxReconnectBackoffMs);
           this.linkAfter = Date.now() + this.linkPauseMs;
