@@ -74,6 +74,8 @@ export class PeerClient implements NodeApi {
   private readonly client: grpc.Client & Record<string, Unary<unknown, unknown>>;
   // Oyster's Replicas service, on the same channel.
   private readonly replicas: grpc.Client & Record<string, Unary<unknown, unknown>>;
+  // bob's InterNode credentials: the metadata of every gRPC call, the greeting of a link.
+  private readonly authorization: string;
   private readonly auth: grpc.Metadata;
   private readonly operations: OperationStream;
   // Until when the peer is sent BobApi calls (it answered the stream UNIMPLEMENTED).
@@ -100,7 +102,8 @@ export class PeerClient implements NodeApi {
       channelOverride: this.client.getChannel(),
     }) as grpc.Client & Record<string, Unary<unknown, unknown>>;
     this.auth = new grpc.Metadata();
-    this.auth.set('authorization', `InterNode ${Buffer.from(options.selfName).toString('base64')}`);
+    this.authorization = `InterNode ${Buffer.from(options.selfName).toString('base64')}`;
+    this.auth.set('authorization', this.authorization);
     this.operations = new OperationStream({
       peer: options.name,
       open: (waitForReady) => this.openStream(waitForReady),
@@ -126,7 +129,7 @@ export class PeerClient implements NodeApi {
     if (now < this.linkAfter) return unreachable(`${this.options.name} was unreachable; the next attempt in ${this.linkAfter - now} ms`);
     return new LinkStream({
       address: this.options.address,
-      authorization: this.auth.get('authorization')[0] as string,
+      authorization: this.authorization,
       greetingMs: this.options.operationTimeoutMs,
       fallback: overGrpc,
       onOutcome: (o: LinkOutcome) => {

@@ -17,7 +17,8 @@ import * as grpc from '@grpc/grpc-js';
 import { decodeResultBatch, encodeOperationBatch } from '../grpc/operation-codec';
 import { OperationsDuplex } from '../grpc/operation-stream';
 import { OperationBatchMsg } from '../grpc/proto';
-import { BATCH, decodeStatus, encodeHello, FrameReader, frameHead, KEEPALIVE_MS, parseWelcome, STATUS } from './wire';
+import { parseHostPort } from '../config/address';
+import { BATCH, decodeStatus, encodeHello, FrameReader, KEEPALIVE_MS, parseWelcome, STATUS, writeFrame } from './wire';
 
 /** A frame from a peer at most: results carry values, bounded by the peer's own limits. */
 const MAX_FRAME = 2 ** 31 - 2;
@@ -54,8 +55,8 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
 
   constructor(private readonly o: LinkStreamOptions) {
     super();
-    const colon = o.address.lastIndexOf(':');
-    this.socket = net.connect({ host: o.address.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(o.address.slice(colon + 1)), noDelay: true });
+    // cluster.yaml's address, which the configuration checked with the same parser.
+    this.socket = net.connect({ ...parseHostPort(o.address), noDelay: true });
     this.socket.setKeepAlive(true, KEEPALIVE_MS);
     this.socket.write(encodeHello(o.authorization));
     this.timer = setTimeout(
@@ -83,12 +84,7 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
       return true;
     }
     if (this.over) return true;
-    const payload = encodeOperationBatch(batch);
-    this.socket.cork();
-    this.socket.write(frameHead(BATCH, payload.length));
-    const more = this.socket.write(payload);
-    this.socket.uncork();
-    return more;
+    return writeFrame(this.socket, BATCH, encodeOperationBatch(batch));
   }
 
   cancel(): void {

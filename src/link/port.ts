@@ -16,7 +16,8 @@ import { decodeOperationBatch, encodeResultBatch } from '../grpc/operation-codec
 import { OperationsCall } from '../grpc/operations-service';
 import { ResultBatchMsg } from '../grpc/proto';
 import { Authenticator } from '../auth/authenticator';
-import { BATCH, encodeStatus, encodeWelcome, FrameReader, frameHead, KEEPALIVE_MS, parseHello, STATUS } from './wire';
+import { parseHostPort } from '../config/address';
+import { BATCH, encodeStatus, encodeWelcome, FrameReader, KEEPALIVE_MS, parseHello, STATUS, writeFrame } from './wire';
 
 /** How long a new connection may take to say what it is. */
 const GREETING_MS = 10_000;
@@ -47,19 +48,22 @@ export class ServingPort {
     this.listener = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
   }
 
-  /** Listens on the address; resolves with the port (the one asked for, or the one given for port 0). */
-  static async start(o: ServingPortOptions): Promise<{ port: ServingPort; number: number }> {
+  /** Listens on the address; resolves once it does. */
+  static async start(o: ServingPortOptions): Promise<ServingPort> {
     const p = new ServingPort(o);
-    const colon = o.address.lastIndexOf(':');
-    const host = o.address.slice(0, colon).replace(/^\[|\]$/g, '');
     await new Promise<void>((resolve, reject) => {
       p.listener.once('error', reject);
-      p.listener.listen({ host, port: Number(o.address.slice(colon + 1)) }, () => {
+      p.listener.listen(parseHostPort(o.address), () => {
         p.listener.off('error', reject);
         resolve();
       });
     });
-    return { port: p, number: (p.listener.address() as net.AddressInfo).port };
+    return p;
+  }
+
+  /** The port listened on (the one asked for, or the one given for port 0). */
+  get port(): number {
+    return (this.listener.address() as net.AddressInfo).port;
   }
 
   /** Stops accepting connections; links already open stay until their streams end (or `destroyLinks`). */
@@ -159,9 +163,8 @@ class LinkCall extends EventEmitter implements OperationsCall {
     this.on('error', (status: Partial<grpc.StatusObject>) => {
       this.over = true;
       if (this.socket.destroyed) return;
-      const payload = encodeStatus(status.code ?? grpc.status.UNKNOWN, status.details ?? '');
-      this.socket.write(frameHead(STATUS, payload.length));
-      this.socket.end(payload);
+      writeFrame(this.socket, STATUS, encodeStatus(status.code ?? grpc.status.UNKNOWN, status.details ?? ''));
+      this.socket.end();
     });
   }
 
@@ -184,12 +187,7 @@ class LinkCall extends EventEmitter implements OperationsCall {
   }
 
   write(batch: ResultBatchMsg): boolean {
-    const payload = encodeResultBatch(batch);
-    this.socket.cork();
-    this.socket.write(frameHead(BATCH, payload.length));
-    const more = this.socket.write(payload);
-    this.socket.uncork();
-    return more;
+    return writeFrame(this.socket, BATCH, encodeResultBatch(batch));
   }
 
   end(): void {

@@ -3,6 +3,7 @@
 // carries the Replicas.Operations batches of one peer without HTTP/2; the
 // greeting's first byte (NUL) is one neither HTTP/2's preface nor TLS can
 // start with, which is how the port tells the two apart.
+import type { Socket } from 'node:net';
 
 /** What a link's greetings start with: NUL, "OYSTER", the link's version. */
 export const MAGIC = Buffer.from([0x00, 0x4f, 0x59, 0x53, 0x54, 0x45, 0x52, 0x01]);
@@ -75,12 +76,16 @@ function magicPrefix(b: Buffer): 'short' | { error: string } | null {
   return n < MAGIC.length ? 'short' : null;
 }
 
-/** A frame's header: its length (type byte included) and type. */
-export function frameHead(type: number, payloadBytes: number): Buffer {
+/** Writes one frame (header and payload in one writev); false once the socket's buffer is full: wait for 'drain'. */
+export function writeFrame(socket: Socket, type: number, payload: Buffer): boolean {
   const head = Buffer.allocUnsafe(HEAD);
-  head.writeUInt32LE(payloadBytes + 1, 0);
+  head.writeUInt32LE(payload.length + 1, 0);
   head[4] = type;
-  return head;
+  socket.cork();
+  socket.write(head);
+  const more = socket.write(payload);
+  socket.uncork();
+  return more;
 }
 
 /** A STATUS frame's payload: a gRPC status code and its details. */

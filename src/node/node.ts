@@ -288,7 +288,7 @@ export class OysterNode {
       maxMessageBytes,
     );
     this.grpc = grpcServer;
-    const { port: serving, number: port } = await ServingPort.start({
+    const serving = await ServingPort.start({
       address: grpcBindAddress(this.topology.self.address, node.bindToIpAddress),
       grpc: grpcServer,
       credentials: this.tls && node.tls?.grpc ? grpcServerCredentials(this.tls) : null,
@@ -299,7 +299,7 @@ export class OysterNode {
       onLink: (accepted) => this.metrics.linksAccepted.inc({ outcome: accepted ? 'accepted' : 'refused' }),
     });
     this.port = serving;
-    this.grpcPort = port;
+    this.grpcPort = serving.port;
     const where = alienLocation(config, this.topology);
     const bodyBudget = new BodyBudget(
       node.httpBodyMemoryLimit,
@@ -366,7 +366,7 @@ export class OysterNode {
         version: versionInfo().version,
         config: config.files,
         rest: `${restTls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`,
-        grpc: `${grpcAddress.slice(0, grpcAddress.lastIndexOf(':'))}:${port}`,
+        grpc: `${grpcAddress.slice(0, grpcAddress.lastIndexOf(':'))}:${serving.port}`,
         metrics: node.metrics.prometheusEnabled ? `http://${node.metrics.prometheusAddr}/metrics` : null,
         tls: { rest: restTls, grpc: Boolean(this.tls && node.tls?.grpc) },
         authentication: node.authenticationType,
