@@ -8,6 +8,7 @@
 #include "addon/cache_wrap.h"
 #include "addon/compaction_wrap.h"
 #include "addon/scrub_wrap.h"
+#include "addon/socket_wrap.h"
 #include "addon/engine_wrap.h"
 #include "addon/files_wrap.h"
 #include "addon/put_stream_wrap.h"
@@ -61,6 +62,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("crc32c", Napi::Function::New(env, &Crc32c, "crc32c"));
   exports.Set("tools", ToolsExports(env));
   exports.Set("files", FilesExports(env));
+  exports.Set("socket", SocketExports(env));
   exports.Set("poolSize", Napi::Number::New(env, data->pool()->size()));
   exports.Set("crc32cHardware", Napi::Boolean::New(env, crc32c::HardwareAccelerated()));
   Napi::Object format = Napi::Object::New(env);

@@ -74,6 +74,10 @@ Status PutStream::Append(const IoSlice* pieces, int count) {
   const uint64_t at = offset_ + header_size_ + written_;
   Status s = blob_->file()->Write(at, pieces, count);
   if (s.ok()) {
+    // The sync that makes a large value durable, due every
+    // max_dirty_bytes_before_sync bytes and at its end, then waits for
+    // little: its pages go to the device while the next pieces arrive.
+    if (DropBehind::Applies(value_size_)) blob_->file()->StartWriteback(at, n);
     for (int i = 0; i < count; i++) ChecksumLocked(pieces[i].data, pieces[i].size);
     s = WrittenLocked(at, n, true, false);
   }

@@ -110,6 +110,10 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     fs_->NoteCacheHint(CacheHint{CacheHint::kWillNeed, path(), offset, n});
     base_->WillNeed(offset, n);
   }
+  void StartWriteback(uint64_t offset, uint64_t n) const override {
+    fs_->NoteCacheHint(CacheHint{CacheHint::kWriteback, path(), offset, n});
+    base_->StartWriteback(offset, n);
+  }
   void DropCache(uint64_t offset, uint64_t n) const override {
     fs_->NoteCacheHint(CacheHint{CacheHint::kDrop, path(), offset, n});
     base_->DropCache(offset, n);

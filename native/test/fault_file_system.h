@@ -48,10 +48,11 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs() const;
   uint64_t dir_syncs() const;
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
-  // The page-cache hints files were given (File::DropCache, File::WillNeed),
-  // each passed on to the real file; those of one kind, in order.
+  // The page-cache hints files were given (File::DropCache, File::WillNeed,
+  // File::StartWriteback), each passed on to the real file; those of one
+  // kind, in order. A writeback hint makes nothing durable here either.
   struct CacheHint {
-    enum Kind { kDrop, kWillNeed } kind;
+    enum Kind { kDrop, kWillNeed, kWriteback } kind;
     std::string path;
     uint64_t offset;
     uint64_t n;

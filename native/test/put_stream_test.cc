@@ -322,4 +322,32 @@ TEST(PutStream, LargeValuesCarryBlockChecksums) {
   model.Verify(db.get());
 }
 
+// A large value's pieces are handed to the device as they are written
+// (File::StartWriteback, exactly the bytes of each piece, in order), so the
+// syncs that make it durable find little left to write; small values are
+// left to the page cache.
+TEST(PutStream, LargeValuesStartWritebackPieceByPiece) {
+  FaultInjectingFileSystem fs;
+  TestEngine db(test::TmpDir() + "/partition");
+  db.options.fs = &fs;
+  ASSERT_OK(db.Open());
+  const std::string small = BigValue(Key(1), 1, 200000);
+  ASSERT_OK(StreamPut(db.get(), Key(1), test::Ts(1), small, 50000));
+  ASSERT_TRUE(fs.cache_hints(FaultInjectingFileSystem::CacheHint::kWriteback).empty());
+
+  const std::string large = BigValue(Key(2), 2, 1000000);
+  ASSERT_OK(StreamPut(db.get(), Key(2), test::Ts(2), large, 300000));
+  const auto hints = fs.cache_hints(FaultInjectingFileSystem::CacheHint::kWriteback);
+  ASSERT_TRUE(hints.size() >= 2);
+  // One hint per Append, back to back over the value's bytes.
+  uint64_t total = 0;
+  for (size_t i = 0; i < hints.size(); i++) {
+    ASSERT_EQ(hints[i].offset, hints[0].offset + total);
+    total += hints[i].n;
+  }
+  ASSERT_EQ(total, large.size());
+  ASSERT_EQ(Read(db.get(), Key(2)), large);
+  ASSERT_OK(db.Close());
+}
+
 }  // namespace oyster

@@ -57,6 +57,11 @@ class File {
   // may start reading them into the page cache now, without waiting. No
   // effect by default.
   virtual void WillNeed(uint64_t offset, uint64_t n) const {}
+  // A hint that bytes [offset, offset + n), just written, will be synced
+  // soon: the kernel may start writing them to the device now, without
+  // waiting, so that the sync finds less to do. Makes nothing durable. No
+  // effect by default.
+  virtual void StartWriteback(uint64_t offset, uint64_t n) const {}
   // Sends bytes [offset, offset + n) of the file to out_fd, a socket in
   // non-blocking mode, straight from the page cache (sendfile: no copy
   // through user memory). *sent: the bytes sent, from offset on. OK with

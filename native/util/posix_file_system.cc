@@ -170,6 +170,10 @@ class PosixFile final : public File {
     ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
   }
 
+  void StartWriteback(uint64_t offset, uint64_t n) const override {
+    ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), SYNC_FILE_RANGE_WRITE);
+  }
+
   Status SendTo(uint64_t offset, size_t n, int out_fd, size_t* sent) const override {
     *sent = 0;
     while (*sent < n) {

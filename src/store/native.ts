@@ -237,12 +237,19 @@ export interface NativeFiles {
   list(dir: string): Promise<string[]>;
 }
 
+/** Socket descriptors (native/addon/socket_wrap.h). */
+export interface NativeSocket {
+  /** A new descriptor of the same open socket (close-on-exec); throws (code EBADF, ENOTSOCK, EMFILE) when there is none to give. */
+  duplicate(fd: number): number;
+}
+
 export interface NativeAddon {
   open(dir: string, options: NativeOpenOptions): Promise<{ engine: NativeEngine; recovery: NativeRecovery }>;
   EngineSet: new (engines: NativeEngine[], into: Buffer, meta: Float64Array) => NativeEngineSet;
   Cache: new (capacity: number) => NativeCache;
   crc32c(data: Buffer): number;
   files: NativeFiles;
+  socket: NativeSocket;
   poolSize: number;
   crc32cHardware: boolean;
   format: { blobHeaderSize: number; recordFixedSize: number; indexHeaderSize: number; indexBlockSize: number };

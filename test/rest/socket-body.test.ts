@@ -1,0 +1,212 @@
+// Streamed bodies on plain HTTP are read from the socket past Node's parser
+// (src/rest/http/socket-body.ts), and the connection is then given back to
+// it. Over raw TCP against a real node: requests pipelined behind large
+// bodies on one connection are answered in order and store exactly their
+// bytes; bodies arriving in random pieces at random pauses across window
+// boundaries are stored byte-exact; a client that leaves mid-body leaves
+// nothing stored and the budget given back; bytes past a body are parsed as
+// the next request; Expect: 100-continue works.
+import net from 'node:net';
+import t from 'tap';
+import { sample } from './lib/metrics';
+import { call, sleep, startRestNode, waitFor } from './lib/node';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+function pattern(n: number, seed: number): Buffer {
+  const b = Buffer.allocUnsafe(n + 3);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i += 4) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    b.writeUInt32LE(x >>> 0, i);
+  }
+  return b.subarray(0, n);
+}
+
+// A seeded generator for the pieces' sizes and pauses.
+function random(seed: number): () => number {
+  let x = (seed * 2654435761) >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+const post = (key: number | string, body: Buffer, extra = '') =>
+  Buffer.concat([Buffer.from(`POST /data/${key} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n${extra}\r\n`), body]);
+const get = (key: number | string, extra = '') => Buffer.from(`GET /data/${key} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`);
+
+interface Answer {
+  status: number;
+  headers: string;
+  body: Buffer;
+}
+
+/** A raw connection: what it sends is written as given; its answers are read in order. */
+class Connection {
+  readonly socket: net.Socket;
+  private buffered = Buffer.alloc(0);
+  private wake: (() => void) | null = null;
+  closed = false;
+
+  constructor(port: number) {
+    this.socket = net.connect(port, '127.0.0.1');
+    this.socket.on('data', (d: Buffer) => {
+      this.buffered = Buffer.concat([this.buffered, d]);
+      this.wake?.();
+    });
+    this.socket.on('error', () => undefined);
+    this.socket.on('close', () => {
+      this.closed = true;
+      this.wake?.();
+    });
+  }
+
+  connected(): Promise<void> {
+    return new Promise((resolve) => this.socket.once('connect', () => resolve()));
+  }
+
+  write(b: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => this.socket.write(b, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** The next answer (a HEAD's would need its request: not used here); null once the connection closed without one. */
+  async answer(): Promise<Answer | null> {
+    for (;;) {
+      const end = this.buffered.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const head = this.buffered.subarray(0, end).toString('latin1');
+        const status = Number(head.slice(9, 12));
+        const length = Number(/^content-length: *(\d+)/im.exec(head)?.[1] ?? 0);
+        if (status === 100) {
+          this.buffered = this.buffered.subarray(end + 4);
+          return { status, headers: head, body: Buffer.alloc(0) };
+        }
+        if (this.buffered.length >= end + 4 + length) {
+          const body = Buffer.from(this.buffered.subarray(end + 4, end + 4 + length));
+          this.buffered = this.buffered.subarray(end + 4 + length);
+          return { status, headers: head, body };
+        }
+      }
+      if (this.closed) return null;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = null;
+    }
+  }
+}
+
+async function open(url: string): Promise<Connection> {
+  const c = new Connection(Number(new URL(url).port));
+  await c.connected();
+  return c;
+}
+
+const bodyBytes = async (url: string) => sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_rest_body_bytes');
+
+t.test('requests pipelined behind large bodies on one connection: answered in order, each value exact', async (t) => {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } } });
+  const values = [pattern(200 * KiB, 1), pattern(2 * MiB + 5 * KiB + 1, 2), pattern(MiB, 3), Buffer.from('small'), pattern(3 * MiB - 1, 4)];
+  const c = await open(node.url);
+  // Everything in one write: each body followed at once by the next request.
+  await c.write(Buffer.concat([...values.flatMap((v, i) => [post(100 + i, v), get(100 + i)]), get(100, 'Connection: close\r\n')]));
+  for (const [i, v] of values.entries()) {
+    const p = await c.answer();
+    t.equal(p?.status, 201, `POST ${i} answered 201, in turn`);
+    const g = await c.answer();
+    t.equal(g?.status, 200, `GET ${i} answered 200, in turn`);
+    t.ok(g?.body.equals(v), `GET ${i}: the ${v.length} bytes just written`);
+  }
+  const last = await c.answer();
+  t.ok(last?.body.equals(values[0]), 'the last GET as well, then the connection closes');
+  t.equal(await c.answer(), null);
+  // The same connection kept across several large bodies sent one at a time.
+  const k = await open(node.url);
+  for (let i = 0; i < 12; i++) {
+    const v = pattern(256 * KiB + i * 4099, 10 + i);
+    await k.write(post(200, v));
+    t.equal((await k.answer())?.status, 201);
+    await k.write(get(200));
+    const g = await k.answer();
+    if (!g?.body.equals(v)) t.fail(`round ${i}: the value read back differs`);
+  }
+  k.socket.destroy();
+  // A large answer the client does not read yet, a large body behind it:
+  // the body waits for the answer to drain, and both arrive whole.
+  const big = pattern(8 * MiB, 9);
+  t.equal((await call(node.url, 'POST', '/data/201', big)).status, 201);
+  const b = await open(node.url);
+  b.socket.pause();
+  const v = pattern(2 * MiB + 1, 8);
+  await b.write(Buffer.concat([get(201), post(202, v), get(202)]));
+  await sleep(300);
+  b.socket.resume();
+  t.ok((await b.answer())?.body.equals(big), 'the answer read late is whole');
+  t.equal((await b.answer())?.status, 201, 'the body behind it is stored');
+  t.ok((await b.answer())?.body.equals(v), 'exactly');
+  b.socket.destroy();
+  t.equal(await bodyBytes(node.url), 0, 'every window given back to the budget');
+});
+
+t.test('bodies arriving in random pieces at random pauses are stored byte-exact', async (t) => {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } } });
+  for (let seed = 1; seed <= 6; seed++) {
+    const next = random(seed);
+    const value = pattern(MiB * 2 + Math.floor(next() * MiB), 100 + seed);
+    const wire = post(300 + seed, value);
+    const c = await open(node.url);
+    for (let at = 0; at < wire.length; ) {
+      // Mostly small pieces, some of one byte, some across a whole window.
+      const r = next();
+      const n = r < 0.1 ? 1 : r < 0.9 ? 1 + Math.floor(next() * 64 * KiB) : 1 + Math.floor(next() * 1.5 * MiB);
+      await c.write(wire.subarray(at, at + n));
+      at += n;
+      if (next() < 0.2) await sleep(Math.floor(next() * 5));
+    }
+    t.equal((await c.answer())?.status, 201, `seed ${seed}: 201`);
+    c.socket.destroy();
+    const g = await call(node.url, 'GET', `/data/${300 + seed}`);
+    t.ok(g.body.equals(value), `seed ${seed}: the ${value.length} bytes as sent`);
+  }
+});
+
+t.test('a client that leaves mid-body: nothing stored, the budget given back, the node serves on', async (t) => {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } } });
+  t.equal((await call(node.url, 'POST', '/data/400', Buffer.from('before'))).status, 201);
+  const value = pattern(3 * MiB, 400);
+  // Cut before the first window is full, in the second, one byte before the end.
+  for (const cut of [100 * KiB, MiB + 300 * KiB, value.length - 1]) {
+    const c = await open(node.url);
+    await c.write(post(400, value).subarray(0, post(400, Buffer.alloc(0)).length + cut));
+    await sleep(100);
+    c.socket.destroy();
+    await waitFor('the body budget to be given back', async () => (await bodyBytes(node.url)) === 0, 5000, 50);
+    const g = await call(node.url, 'GET', '/data/400');
+    t.equal(g.body.toString(), 'before', `cut after ${cut} bytes: the value before it`);
+  }
+  t.equal((await call(node.url, 'POST', '/data/400', value)).status, 201, 'the same value sent whole is stored');
+  t.ok((await call(node.url, 'GET', '/data/400')).body.equals(value));
+});
+
+t.test('bytes past a body are the next request; Expect: 100-continue', async (t) => {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } } });
+  const value = pattern(MiB + 17, 500);
+  const c = await open(node.url);
+  await c.write(Buffer.concat([post(500, value), Buffer.from('NOT A REQUEST\r\n\r\n')]));
+  t.equal((await c.answer())?.status, 201, 'the POST is answered');
+  t.equal((await c.answer())?.status, 400, 'what follows its body is parsed as a request, and refused');
+  t.ok((await call(node.url, 'GET', '/data/500')).body.equals(value), 'the value is exactly the body');
+
+  const e = await open(node.url);
+  await e.write(Buffer.from(`POST /data/501 HTTP/1.1\r\nHost: x\r\nContent-Length: ${value.length}\r\nExpect: 100-continue\r\n\r\n`));
+  t.equal((await e.answer())?.status, 100, '100 Continue before the body');
+  await e.write(value);
+  t.equal((await e.answer())?.status, 201);
+  await e.write(get(501));
+  t.ok((await e.answer())?.body.equals(value), 'stored, and the connection still serves');
+  e.socket.destroy();
+});
