@@ -5,9 +5,13 @@
 // bytes; bodies arriving in random pieces at random pauses across window
 // boundaries are stored byte-exact; a client that leaves mid-body leaves
 // nothing stored and the budget given back; bytes past a body are parsed as
-// the next request; Expect: 100-continue works.
+// the next request; Expect: 100-continue works; a disk that fills mid-body
+// answers 507 before the connection closes.
 import net from 'node:net';
 import t from 'tap';
+import { startNode, writeCluster } from '../helpers/oysterd';
+import { tempDir } from '../helpers/tmpdir';
+import { mountTmpfs } from '../versions/lib';
 import { sample } from './lib/metrics';
 import { call, sleep, startRestNode, waitFor } from './lib/node';
 
@@ -209,4 +213,24 @@ t.test('bytes past a body are the next request; Expect: 100-continue', async (t)
   await e.write(get(501));
   t.ok((await e.answer())?.body.equals(value), 'stored, and the connection still serves');
   e.socket.destroy();
+});
+
+t.test('a disk that fills in the middle of a body: the client gets 507, then the connection closes', { skip: process.getuid?.() === 0 ? false : 'mounting a tmpfs needs root' }, async (t) => {
+  const dir = tempDir(t);
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 }, { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } });
+  mountTmpfs(t, files.disks.n1.d1, '6m');
+  const node = await startNode(files, 'n1');
+  t.teardown(() => node.stop());
+  t.equal((await call(node.url, 'POST', '/data/600', Buffer.from('before'))).status, 201);
+  const c = await open(node.url);
+  // The body is larger than the disk: its writes fail after the first megabytes.
+  const value = pattern(12 * MiB, 600);
+  c.write(post(600, value)).catch(() => undefined);
+  const a = await c.answer();
+  t.equal(a?.status, 507, 'the answer is 507, not a reset connection');
+  t.match(a?.body.toString() ?? '', /"ok":\s*false/, 'with a StatusExt body');
+  t.match(a?.headers ?? '', /connection: close/i, 'and the connection closes after it');
+  t.equal(await c.answer(), null);
+  t.equal((await call(node.url, 'GET', '/data/600')).body.toString(), 'before', 'nothing of the value is readable');
+  await waitFor('the body budget to be given back', async () => (await bodyBytes(node.url)) === 0, 5000, 50);
 });

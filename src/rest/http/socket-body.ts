@@ -146,7 +146,19 @@ export class SocketBody {
     this.reader?.resume();
   }
 
-  /** Stops reading and closes the connection: the rest of the body stays unread. */
+  /**
+   * Stops reading; the connection stays paused, to carry the answer and then
+   * be closed (the caller says Connection: close): the rest of the body is
+   * never read.
+   */
+  stop(): void {
+    if (this.over) return;
+    this.over = true;
+    this.socket.off('close', this.onClose);
+    this.reader?.destroy();
+  }
+
+  /** Stops reading and closes the connection at once. */
   abort(): void {
     if (this.over) return;
     this.over = true;

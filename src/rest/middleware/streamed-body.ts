@@ -114,11 +114,8 @@ export class StreamedBody implements IncomingValue {
   cancel(): void {
     // Not kept for other bodies: a write of the window handed out may still be under way.
     this.buffers = [];
-    if (this.socketBody !== null) {
-      this.socketBody.abort();
-      return;
-    }
     this.ctx.set('Connection', 'close'); // the rest stays unread
+    this.socketBody?.stop();
     this.ctx.req.removeAllListeners('data');
     this.carry = null;
   }
