@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import dns from 'node:dns';
 import net from 'node:net';
 import { ALL_PERMISSIONS } from '../model/permission';
+import { parseHostPort } from '../config/address';
 import { UsersConfig } from '../config/users-config';
 
 export interface Identity {
@@ -84,8 +85,7 @@ export class Authenticator {
   private async node(name: string, remoteIp: string | undefined): Promise<Identity> {
     const address = this.options.nodes.get(name);
     if (address === undefined || remoteIp === undefined) throw new AuthError(401, 'Unauthorized request');
-    const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
-    const ips = await this.ipsOf(host);
+    const ips = await this.ipsOf(parseHostPort(address).host);
     if (!ips.includes(normalizeIp(remoteIp))) throw new AuthError(401, `Unauthorized request: not from ${name}'s address`);
     return { name: `node:${name}`, permissions: ALL_PERMISSIONS };
   }

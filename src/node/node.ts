@@ -21,6 +21,7 @@ import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { OperationsEndpoint } from '../grpc/operations-service';
 import { bobService, createGrpcServer } from '../grpc/server';
 import { ServingPort } from '../link/port';
+import { parseHostPort } from '../config/address';
 import { LoadedConfig } from '../config/load';
 import { LogPart, Logs } from '../logging/create';
 import { Logger } from '../logging/logger';
@@ -461,8 +462,6 @@ function antiEntropySources(topology: Topology): string[] {
  */
 export function grpcBindAddress(clusterAddress: string, bindToIpAddress?: string): string {
   if (bindToIpAddress) return bindToIpAddress;
-  const colon = clusterAddress.lastIndexOf(':');
-  const host = clusterAddress.slice(0, colon).replace(/^\[|\]$/g, '');
-  const port = clusterAddress.slice(colon + 1);
+  const { host, port } = parseHostPort(clusterAddress);
   return net.isIP(host) ? clusterAddress : `0.0.0.0:${port}`;
 }
