@@ -17,22 +17,14 @@ import t, { Test } from 'tap';
 import { recordsIn, flipByte } from '../helpers/blob-files';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
+import { Rng } from '../robustness/lib';
 import { call } from './lib/node';
 
 const MiB = 1024 * 1024;
 const KEY_SIZE = 16;
 
-function pattern(n: number, seed: number): Buffer {
-  const b = Buffer.allocUnsafe(n + 3);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i += 4) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    b.writeUInt32LE(x >>> 0, i);
-  }
-  return b.subarray(0, n);
-}
+// Values of n bytes that differ from seed to seed.
+const pattern = (n: number, seed: number): Buffer => new Rng(seed).bytes(n);
 
 const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 

@@ -11,6 +11,7 @@ import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
 import { SocketBody } from '../../src/rest/http/socket-body';
+import { Rng } from '../robustness/lib';
 import { startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { mountTmpfs } from '../versions/lib';
@@ -20,28 +21,8 @@ import { call, sleep, startRestNode, waitFor } from './lib/node';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-function pattern(n: number, seed: number): Buffer {
-  const b = Buffer.allocUnsafe(n + 3);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i += 4) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    b.writeUInt32LE(x >>> 0, i);
-  }
-  return b.subarray(0, n);
-}
-
-// A seeded generator for the pieces' sizes and pauses.
-function random(seed: number): () => number {
-  let x = (seed * 2654435761) >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+// Values of n bytes that differ from seed to seed.
+const pattern = (n: number, seed: number): Buffer => new Rng(seed).bytes(n);
 
 const post = (key: number | string, body: Buffer, extra = '') =>
   Buffer.concat([Buffer.from(`POST /data/${key} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n${extra}\r\n`), body]);
@@ -161,7 +142,8 @@ t.test('requests pipelined behind large bodies on one connection: answered in or
 t.test('bodies arriving in random pieces at random pauses are stored byte-exact', async (t) => {
   const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } } });
   for (let seed = 1; seed <= 6; seed++) {
-    const next = random(seed);
+    const rng = new Rng(Math.imul(seed, 2654435761) >>> 0);
+    const next = () => rng.next();
     const value = pattern(MiB * 2 + Math.floor(next() * MiB), 100 + seed);
     const wire = post(300 + seed, value);
     const c = await open(node.url);

@@ -54,7 +54,6 @@ export class SocketBody {
   // The bytes the parser will not see, and those of them still to come.
   private unseen = 0;
   private left = 0;
-  private paused = false;
   private over = false;
 
   private constructor(
@@ -89,7 +88,7 @@ export class SocketBody {
     return body;
   }
 
-  /** Reads the body's last `n` bytes into `sink`'s targets; with n = 0, only gives the connection back. */
+  /** Reads the body's last `n` bytes into `sink`'s targets; with n = 0, the same as release(). */
   read(n: number, sink: BodySink): void {
     this.unseen = n;
     this.left = n;
@@ -102,8 +101,7 @@ export class SocketBody {
     try {
       fd = native.socket.duplicate(this.socket._handle!.fd!);
     } catch (err) {
-      this.abort();
-      sink.failed(err as Error);
+      this.fail(err as Error);
       return;
     }
     // net.Socket takes `onread` for any socket, though Node's types list it for connect() only.
@@ -122,28 +120,25 @@ export class SocketBody {
             this.giveBack();
             return false;
           }
-          this.paused = !more;
           return more;
         },
       },
     };
     const reader = new Socket(options);
     this.reader = reader;
-    const early = (err: Error) => {
-      if (this.over) return;
-      this.abort();
-      sink.failed(err);
-    };
-    reader.on('end', () => early(new Error('the client closed the connection')));
-    reader.on('error', early);
+    reader.on('end', () => this.fail(new Error('the client closed the connection')));
+    reader.on('error', (err: Error) => this.fail(err));
     reader.resume();
   }
 
-  /** Reads on after arrived() paused it. */
+  /** Reads on after arrived() paused it (nothing when it reads already). */
   resume(): void {
-    if (!this.paused || this.over) return;
-    this.paused = false;
-    this.reader?.resume();
+    if (!this.over) this.reader?.resume();
+  }
+
+  /** Gives the connection back to Node's parser without reading: the caller reads the body's rest from `req`. */
+  release(): void {
+    this.giveBack();
   }
 
   /**
@@ -166,11 +161,14 @@ export class SocketBody {
     this.socket.destroy();
   }
 
-  private readonly onClose = (): void => {
+  private readonly onClose = (): void => this.fail(new Error('the connection was closed'));
+
+  // The body cannot be read to its end: the connection is closed, the sink told.
+  private fail(err: Error): void {
     if (this.over) return;
     this.abort();
-    this.sink?.failed(new Error('the connection was closed'));
-  };
+    this.sink?.failed(err);
+  }
 
   private giveBack(): void {
     if (this.over) return;

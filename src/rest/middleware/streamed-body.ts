@@ -202,7 +202,7 @@ export class StreamedBody implements IncomingValue {
         return;
       }
       // More than two windows were buffered (never seen): read as over TLS.
-      socketBody.read(0, { target: () => this.buffers[0], arrived: () => false, failed: () => undefined });
+      socketBody.release();
     }
     req.on('data', (chunk: Buffer) => this.take(chunk));
     req.on('end', () => this.woken());
