@@ -32,4 +32,20 @@ bool BufferArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
   return false;
 }
 
+bool Latin1Arg(const Napi::CallbackInfo& info, size_t i, const char* name, std::string* out) {
+  Napi::Env env = info.Env();
+  out->clear();
+  if (info[i].IsUndefined()) return true;
+  size_t length = 0;
+  if (!info[i].IsString() || napi_get_value_string_latin1(env, info[i], nullptr, 0, &length) != napi_ok) {
+    Napi::TypeError::New(env, std::string(name) + " must be a string").ThrowAsJavaScriptException();
+    return false;
+  }
+  // The call writes a terminating NUL after the characters.
+  out->resize(length + 1);
+  napi_get_value_string_latin1(env, info[i], out->data(), out->size(), &length);
+  out->resize(length);
+  return true;
+}
+
 }  // namespace oyster

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace oyster {
 
@@ -24,6 +25,10 @@ bool IsBytes(Napi::Value v);
 
 // Argument i as a Buffer.
 bool BufferArg(const Napi::CallbackInfo& info, size_t i, const char* name);
+
+// Argument i, a string of characters up to U+00FF or undefined (empty), as
+// one byte per character: how Node.js writes a header block ('latin1').
+bool Latin1Arg(const Napi::CallbackInfo& info, size_t i, const char* name, std::string* out);
 
 }  // namespace oyster
 

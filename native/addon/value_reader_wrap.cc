@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include <string>
+
 #include "addon/js_args.h"
 #include "addon/js_records.h"
 #include "addon/js_status.h"
@@ -48,8 +50,8 @@ class ReadOp final : public ReaderOp {
 // connection open until the send returns.
 class SendOp final : public ReaderOp {
  public:
-  SendOp(Napi::Env env, std::shared_ptr<ValueReader> reader, int fd, uint64_t offset, uint64_t n)
-      : ReaderOp(env, std::move(reader)), fd_(::dup(fd)), offset_(offset), n_(n) {
+  SendOp(Napi::Env env, std::shared_ptr<ValueReader> reader, int fd, uint64_t offset, uint64_t n, std::string prefix)
+      : ReaderOp(env, std::move(reader)), fd_(::dup(fd)), offset_(offset), n_(n), prefix_(std::move(prefix)) {
     if (fd_ < 0) status_ = Status::IOError("dup of socket " + std::to_string(fd), errno);
   }
   ~SendOp() override {
@@ -57,7 +59,7 @@ class SendOp final : public ReaderOp {
   }
 
   void Run() override {
-    if (fd_ >= 0) status_ = reader_->SendTo(offset_, static_cast<size_t>(n_), fd_, &sent_);
+    if (fd_ >= 0) status_ = reader_->SendTo(offset_, static_cast<size_t>(n_), fd_, prefix_, &sent_);
   }
 
   Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, static_cast<double>(sent_)); }
@@ -66,6 +68,7 @@ class SendOp final : public ReaderOp {
   const int fd_;
   const uint64_t offset_;
   const uint64_t n_;
+  const std::string prefix_;
   size_t sent_ = 0;
 };
 
@@ -115,8 +118,10 @@ Napi::Value ValueReaderWrap::SendTo(const Napi::CallbackInfo& info) {
       !IntegerArg(info, 2, "n", kMaxSafeInteger, "0..2^53-1", &n)) {
     return env.Undefined();
   }
+  std::string prefix;
+  if (!Latin1Arg(info, 3, "prefix", &prefix)) return env.Undefined();
   if (!reader_) return RejectedPromise(env, Status::Closed("the value reader is closed"));
-  auto* op = new SendOp(env, reader_, static_cast<int>(fd), offset, n);
+  auto* op = new SendOp(env, reader_, static_cast<int>(fd), offset, n, std::move(prefix));
   Napi::Promise p = op->promise();
   op->ScheduleOn(strand_.get());
   return p;

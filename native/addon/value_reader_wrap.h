@@ -33,10 +33,12 @@ class ValueReaderWrap : public Napi::ObjectWrap<ValueReaderWrap> {
   // corruption errors carry the record's version. Rejected with
   // OYSTER_CLOSED after close.
   Napi::Value Read(const Napi::CallbackInfo& info);
-  // sendTo(fd, offset, n) -> Promise<number>: ValueReader::SendTo of value
-  // bytes [offset, offset + n) to the socket fd (non-blocking, open when
-  // called), resolved with the bytes sent: fewer than n once the socket's
-  // buffer is full. Errors as read's; OYSTER_IO_ERROR when the socket fails.
+  // sendTo(fd, offset, n, prefix?: string) -> Promise<number>:
+  // ValueReader::SendTo of `prefix` (one byte per character, as 'latin1')
+  // and then value bytes [offset, offset + n) to the socket fd
+  // (non-blocking, open when called), resolved with the bytes sent, the
+  // prefix's first: fewer than its length + n once the socket's buffer is
+  // full. Errors as read's; OYSTER_IO_ERROR when the socket fails.
   Napi::Value SendTo(const Napi::CallbackInfo& info);
   // close(): drops the reader, and with it the blob, once the reads under
   // way are done. Idempotent.

@@ -1,5 +1,8 @@
 #include "engine/value_reader.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -31,6 +34,24 @@ char* Scratch() {
 char* Window() {
   thread_local std::unique_ptr<char[]> window;
   return ThreadBuffer(&window, ValueReader::kSendWindow);
+}
+
+// Sends what out_fd takes now of `bytes` (*sent: how many). With `more`,
+// the kernel is told that more follows, so that a few bytes leave in one
+// segment with what comes next rather than in one of their own. WouldBlock
+// when the socket's buffer is full before the end.
+Status SendBytes(int out_fd, std::string_view bytes, bool more, size_t* sent) {
+  const int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0);
+  while (*sent < bytes.size()) {
+    ssize_t r = ::send(out_fd, bytes.data() + *sent, bytes.size() - *sent, flags);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::WouldBlock("the socket takes no more");
+      return Status::IOError("send to socket " + std::to_string(out_fd), errno);
+    }
+    *sent += static_cast<size_t>(r);
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -132,17 +153,30 @@ Status ValueReader::ReadBlocks(uint64_t pos, size_t n, char* dst) {
   return Status::OK();
 }
 
-Status ValueReader::SendTo(uint64_t pos, size_t n, int out_fd, size_t* sent) {
+Status ValueReader::SendTo(uint64_t pos, size_t n, int out_fd, std::string_view prefix, size_t* sent) {
   *sent = 0;
   Status s = CheckRange(pos, n);
   if (!s.ok()) return s;
+  if (n == 0) {
+    s = SendBytes(out_fd, prefix, false, sent);
+  } else {
+    s = SendWindows(pos, n, out_fd, prefix, sent);
+  }
+  // A failure met after bytes went out comes again to the call that goes
+  // on from there: a call that fails sent nothing.
+  return *sent > 0 || s.IsWouldBlock() ? Status::OK() : s;
+}
+
+Status ValueReader::SendWindows(uint64_t pos, size_t n, int out_fd, std::string_view prefix, size_t* sent) {
   char* const window = Window();
-  while (*sent < n) {
-    const uint64_t at = pos + *sent;
+  size_t done = 0;  // value bytes sent
+  while (done < n) {
+    const uint64_t at = pos + done;
     // Windows end on block boundaries, so that the next one starts on one.
     const uint64_t end = std::min(pos + n, at / kBlock * kBlock + kSendWindow);
     const size_t len = static_cast<size_t>(end - at);
     uint32_t crc_at = 0;
+    Status s;
     if (!blocks_) {
       s = CatchUp(at);
       if (!s.ok()) {
@@ -153,15 +187,19 @@ Status ValueReader::SendTo(uint64_t pos, size_t n, int out_fd, size_t* sent) {
     }
     s = Read(at, len, window);
     if (!s.ok()) return s;
+    // The prefix only now, with the first window checked.
+    if (*sent < prefix.size()) s = SendBytes(out_fd, prefix, true, sent);
     size_t out = 0;
-    s = blob_->file()->SendTo(value_at_ + at, len, out_fd, &out);
-    *sent += out;
+    if (s.ok()) {
+      s = blob_->file()->SendTo(value_at_ + at, len, out_fd, &out);
+      done += out;
+      *sent += out;
+    }
     if (!blocks_ && out < len) {
       // The CRC runs over the bytes sent: the rest are read again, in order.
       crc_ = crc32c::Extend(crc_at, window, out);
       returned_ = at + out;
     }
-    if (s.IsWouldBlock()) return Status::OK();
     if (!s.ok()) return s;
     if (out < len) return Counted(blob_->Damaged("record truncated", record_at_));
   }

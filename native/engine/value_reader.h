@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "engine/blob.h"
 #include "engine/index_entry.h"
@@ -69,21 +70,29 @@ class ValueReader {
   // parts arrive while this one is sent).
   Status Read(uint64_t pos, size_t n, char* dst);
 
-  // Sends value bytes [pos, pos + n) to out_fd, a socket in non-blocking
-  // mode, as Read would return them: the bytes of each window of up to
-  // kSendWindow are read and checked as Read checks them, and then sent
-  // from the blob's file by File::SendTo (sendfile), so they cross no user
-  // memory on their way out. What is checked is what the page cache holds
-  // just before the kernel sends from it. *sent: bytes [pos, pos + *sent)
-  // were sent. OK with *sent == n, or with *sent < n when out_fd took no
-  // more (its buffer is full; the caller sends the rest when it drains,
-  // with SendTo or Read: a reader without block checksums keeps its record
-  // CRC running over exactly the bytes sent). InvalidArgument as Read;
-  // Corruption when a window fails its check, before any byte of it is
-  // sent, or the file ends under the reader; IOError when the file cannot
-  // be read or out_fd fails (a peer that left); NotSupported where the
-  // file cannot send.
-  Status SendTo(uint64_t pos, size_t n, int out_fd, size_t* sent);
+  // Sends `prefix` and then value bytes [pos, pos + n) to out_fd, a socket
+  // in non-blocking mode. The value's bytes go as Read would return them:
+  // the bytes of each window of up to kSendWindow are read and checked as
+  // Read checks them, and then sent from the blob's file by File::SendTo
+  // (sendfile), so they cross no user memory on their way out. What is
+  // checked is what the page cache holds just before the kernel sends from
+  // it. The prefix (the caller's own bytes, such as a protocol's header)
+  // goes out once the first window passed its check, marked as having more
+  // to follow so that it shares a segment with that window: when the first
+  // window is damaged nothing at all is sent. *sent: the prefix's bytes and
+  // then the value's, in that order, that were sent; no value byte is sent
+  // before the whole prefix. OK with *sent == prefix.size() + n, or with
+  // less when out_fd took no more (its buffer is full; the caller sends the
+  // rest when it drains, with SendTo or Read: a reader without block
+  // checksums keeps its record CRC running over exactly the value bytes
+  // sent) or when a failure was met after some bytes went out: that
+  // failure comes again to the call that continues from there, so a call
+  // that fails sent nothing at all. InvalidArgument as Read; Corruption
+  // when a window fails its check, before any byte of it is sent, or the
+  // file ends under the reader; IOError when the file cannot be read or
+  // out_fd fails (a peer that left); NotSupported where the file cannot
+  // send.
+  Status SendTo(uint64_t pos, size_t n, int out_fd, std::string_view prefix, size_t* sent);
 
   static constexpr uint64_t kReadAhead = 4 << 20;
   static constexpr size_t kSendWindow = 256 << 10;
@@ -104,6 +113,9 @@ class ValueReader {
   static Status Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blob, const IndexEntry& entry,
                      const char* key, size_t key_size, bool no_wait, std::unique_ptr<ValueReader>* reader);
 
+  // SendTo's windows, the prefix with the first; WouldBlock when out_fd
+  // took no more, any failure as it is met (*sent counts what went before).
+  Status SendWindows(uint64_t pos, size_t n, int out_fd, std::string_view prefix, size_t* sent);
   // InvalidArgument unless [pos, pos + n) lies inside the value.
   Status CheckRange(uint64_t pos, size_t n) const;
   // s, having counted it in the engine's corrupt_reads if it is the

@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "engine/engine.h"
 #include "engine/format.h"
@@ -77,16 +79,20 @@ class SocketPair {
 // Sends value bytes [pos, pos + n) as a server would: SendTo, and while the
 // socket's buffer is full, take what arrived and send on. Returns the bytes
 // received and the first error (*sends: the calls made).
-std::string SendAll(ValueReader* r, SocketPair* p, uint64_t pos, uint64_t n, Status* status, int* sends = nullptr) {
+// A prefix goes with the first call (and with the next ones until all of it went).
+std::string SendAll(ValueReader* r, SocketPair* p, uint64_t pos, uint64_t n, Status* status, int* sends = nullptr,
+                    std::string_view prefix = {}) {
   std::string got;
   uint64_t done = 0;
   int calls = 0;
   *status = Status::OK();
-  while (done < n) {
+  while (done < n || !prefix.empty()) {
     size_t sent = 0;
-    *status = r->SendTo(pos + done, n - done, p->out, &sent);
+    *status = r->SendTo(pos + done, n - done, p->out, prefix, &sent);
     calls++;
-    done += sent;
+    const size_t of_prefix = std::min(sent, prefix.size());
+    prefix.remove_prefix(of_prefix);
+    done += sent - of_prefix;
     got += p->Take();
     if (!status->ok()) break;
   }
@@ -119,9 +125,9 @@ TEST(ValueReaderSend, ExactBytesThroughAFullSocketAndRanges) {
     }
   }
   size_t sent = 7;
-  ASSERT_STATUS(kInvalidArgument, r->SendTo(value.size() - 5, 6, p.out, &sent));
+  ASSERT_STATUS(kInvalidArgument, r->SendTo(value.size() - 5, 6, p.out, {}, &sent));
   ASSERT_EQ(sent, 0u);
-  ASSERT_OK(r->SendTo(value.size(), 0, p.out, &sent));
+  ASSERT_OK(r->SendTo(value.size(), 0, p.out, {}, &sent));
   ASSERT_EQ(p.Take(), "");
   ASSERT_EQ(CorruptReads(db.get()), 0u);
 }
@@ -170,7 +176,7 @@ TEST(ValueReaderSend, ValueWithoutBlockChecksumsCheckedOverTheBytesSent) {
   ASSERT_TRUE(sends > 1);
   // A send stopped by the full socket, the rest read.
   size_t sent = 0;
-  ASSERT_OK(r->SendTo(0, value.size(), p.out, &sent));
+  ASSERT_OK(r->SendTo(0, value.size(), p.out, {}, &sent));
   ASSERT_TRUE(sent > 0 && sent < value.size()) << sent;
   std::string got = p.Take();
   std::string rest(value.size() - sent, '\0');
@@ -182,6 +188,56 @@ TEST(ValueReaderSend, ValueWithoutBlockChecksumsCheckedOverTheBytesSent) {
   got = SendAll(r.get(), &roomy, 0, value.size(), &s);
   ASSERT_STATUS(kCorruption, s);
   ASSERT_TRUE(got == value.substr(0, 3 * W)) << got.size();
+  ASSERT_EQ(CorruptReads(db.get()), 1u);
+}
+
+// A prefix (an HTTP header block) leaves before the value's bytes and only
+// once the first window passed its check: a damaged first window sends
+// nothing at all. A failure after bytes went out is left to the next call,
+// which sends nothing.
+TEST(ValueReaderSend, PrefixGoesWithTheFirstCheckedWindow) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  const std::string value = ValueFor(Key(1), 1, 3 * W);
+  ASSERT_OK(test::Put(db.get(), Key(1), 1, value));
+  RecordLocation at;
+  std::unique_ptr<ValueReader> r = OpenReader(db.get(), Key(1), &at);
+  const std::string header = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
+  SocketPair p(true);
+  Status s;
+  ASSERT_TRUE(SendAll(r.get(), &p, 0, value.size(), &s, nullptr, header) == header + value);
+  ASSERT_OK(s);
+  ASSERT_TRUE(SendAll(r.get(), &p, B + 3, 10, &s, nullptr, header) == header + value.substr(B + 3, 10));
+  ASSERT_OK(s);
+  // Nothing of the value: the prefix alone.
+  size_t sent = 0;
+  ASSERT_OK(r->SendTo(value.size(), 0, p.out, header, &sent));
+  ASSERT_EQ(sent, header.size());
+  ASSERT_EQ(p.Take(), header);
+  // A prefix larger than the socket takes: part of it, none of the value.
+  {
+    SocketPair small;
+    const std::string large(1 << 20, 'h');
+    ASSERT_OK(r->SendTo(0, value.size(), small.out, large, &sent));
+    ASSERT_TRUE(sent > 0 && sent < large.size()) << sent;
+    // (What the first call sent is still in the socket.)
+    ASSERT_TRUE(SendAll(r.get(), &small, 0, value.size(), &s, nullptr, std::string_view(large).substr(sent)) ==
+                large + value);
+    ASSERT_OK(s);
+  }
+  // Damage in the second window: the first call sends the prefix and the
+  // first window and returns without the failure; the next call meets it.
+  test::FlipByte(test::BlobPath(db.dir(), 1), at.entry.offset + kHeader + W + 9);
+  ASSERT_OK(r->SendTo(0, value.size(), p.out, header, &sent));
+  ASSERT_EQ(sent, header.size() + W);
+  ASSERT_TRUE(p.Take() == header + value.substr(0, W));
+  ASSERT_STATUS(kCorruption, r->SendTo(W, value.size() - W, p.out, {}, &sent));
+  ASSERT_EQ(sent, 0u);
+  ASSERT_EQ(p.Take(), "");
+  // Damage in the first window: not even the prefix goes.
+  ASSERT_STATUS(kCorruption, r->SendTo(W + 5, 10, p.out, header, &sent));
+  ASSERT_EQ(sent, 0u);
+  ASSERT_EQ(p.Take(), "");
   ASSERT_EQ(CorruptReads(db.get()), 1u);
 }
 
@@ -211,7 +267,7 @@ TEST(ValueReaderSend, FailuresOfTheFileAndOfThePeer) {
   // A peer that left: the send fails, the process lives on.
   p.CloseIn();
   size_t sent = 0;
-  ASSERT_STATUS(kIOError, r->SendTo(0, B, p.out, &sent));
+  ASSERT_STATUS(kIOError, r->SendTo(0, B, p.out, {}, &sent));
   ASSERT_EQ(CorruptReads(db.get()), 1u);
 }
 

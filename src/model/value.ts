@@ -14,16 +14,20 @@ export interface ValueReader {
    */
   read(offset: number, target: Buffer): Promise<void>;
   /**
-   * Sends value bytes [offset, offset + n) to the socket whose descriptor is
-   * `fd` (non-blocking; nothing else may write to it meanwhile; open when
-   * called: it is duplicated before this returns, so the send never reaches
-   * whatever gets the number once it is closed), checked as
-   * read checks them, without copying them through memory. Resolves with
-   * the bytes sent, fewer than n once the socket's buffer is full: the rest
-   * is sent when it drains (by sendTo, or read and written). Rejects as read
+   * Sends `prefix` (one byte per character, as 'latin1': a header block)
+   * and then value bytes [offset, offset + n) to the socket whose
+   * descriptor is `fd` (non-blocking; nothing else may write to it
+   * meanwhile; open when called: it is duplicated before this returns, so
+   * the send never reaches whatever gets the number once it is closed), the
+   * value's bytes checked as read checks them, without copying them through
+   * memory. The prefix leaves with the first part of the value, once that
+   * part passed its check: when it is damaged nothing is sent. Resolves with
+   * the bytes sent, the prefix's first (no value byte before all of it),
+   * fewer than its length + n once the socket's buffer is full: the rest is
+   * sent when it drains (by sendTo, or read and written). Rejects as read
    * does, or when the socket fails.
    */
-  sendTo(fd: number, offset: number, n: number): Promise<number>;
+  sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number>;
   /** Releases what the reader holds; later reads reject. */
   close(): void;
 }

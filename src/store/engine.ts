@@ -132,8 +132,8 @@ class EngineValueReader implements ValueReader {
   read(offset: number, target: Buffer): Promise<void> {
     return settle(() => this.handle.read(offset, target));
   }
-  sendTo(fd: number, offset: number, n: number): Promise<number> {
-    return settle(() => this.handle.sendTo(fd, offset, n));
+  sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number> {
+    return settle(() => this.handle.sendTo(fd, offset, n, prefix));
   }
   close(): void {
     this.handle.close();

@@ -178,8 +178,8 @@ export interface NativeValueReader {
   readonly size: number;
   /** Value bytes [offset, offset + target.length) into target, verified as ValueReader does; rejects with OYSTER_CORRUPTION (err.version set) when a checked part fails. */
   read(offset: number, target: Buffer): Promise<void>;
-  /** Value bytes [offset, offset + n) sent to the non-blocking socket `fd` straight from the blob's file, each window verified first; resolves with the bytes sent, fewer than n once the socket's buffer is full; rejects as read does, or with OYSTER_IO_ERROR when the socket fails. */
-  sendTo(fd: number, offset: number, n: number): Promise<number>;
+  /** `prefix` ('latin1'), then value bytes [offset, offset + n), sent to the non-blocking socket `fd`, the value's straight from the blob's file, each window verified first (the prefix leaves with the first); resolves with the bytes sent, prefix first, fewer than its length + n once the socket's buffer is full; rejects as read does, or with OYSTER_IO_ERROR when the socket fails. */
+  sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number>;
   /** Releases the record's blob; later reads reject. Idempotent. A reader dropped without close is released when collected. */
   close(): void;
 }

@@ -351,8 +351,8 @@ export class Vdisk {
         size: reader.size,
         read: (offset, target) => reader.read(offset, target).catch((err: unknown) => Promise.reject(this.failure('get', err))),
         // A client that left fails a send: no failure of the engine's.
-        sendTo: (fd, offset, n) =>
-          reader.sendTo(fd, offset, n).catch((err: unknown) => Promise.reject(isConnectionError(err) ? err : this.failure('get', err))),
+        sendTo: (fd, offset, n, prefix) =>
+          reader.sendTo(fd, offset, n, prefix).catch((err: unknown) => Promise.reject(isConnectionError(err) ? err : this.failure('get', err))),
         close: () => reader.close(),
       },
     };

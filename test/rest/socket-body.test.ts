@@ -11,6 +11,7 @@ import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
 import { SocketBody } from '../../src/rest/http/socket-body';
+import { takeHeader } from '../../src/rest/http/opened-value';
 import { Rng } from '../robustness/lib';
 import { startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
@@ -268,4 +269,36 @@ t.test("on this Node.js, SocketBody takes a plain connection's body from Node's 
   t.ok(received[0].taken, 'the connection was taken from the parser');
   t.ok(received[0].body.equals(value), 'a 3 MiB body read from the socket, exact');
   t.ok(received[1].taken && received[1].body.equals(value.subarray(0, 70_000)), 'the requests behind it parsed, and the next body read the same way');
+});
+
+t.test("on this Node.js, a large answer's header block is taken from Node's ServerResponse and sent once, by the node", async (t) => {
+  const value = pattern(300 * KiB, 701);
+  const taken: boolean[] = [];
+  const server = http.createServer((_req, res) => {
+    // A pipelined request's answer gets the connection once the one before it finished.
+    const answer = () => {
+      res.setHeader('Content-Length', value.length);
+      res.setHeader('ETag', '"v1"');
+      const header = takeHeader(res);
+      taken.push(header !== null);
+      // As the node does: the header block and the body past Node's stream.
+      if (header !== null) res.socket!.write(Buffer.concat([Buffer.from(header, 'latin1'), value]));
+      else res.write(value);
+      res.end();
+    };
+    if (res.socket) answer();
+    else res.once('socket' as 'close', answer);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const c = await open(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`);
+  await c.write(Buffer.concat([get(1), get(2), get(3)]));
+  for (let i = 0; i < 3; i++) {
+    const a = await c.answer();
+    t.equal(a?.status, 200);
+    t.match(a?.headers ?? '', /etag: "v1"/i);
+    t.ok(a?.body.equals(value), `answer ${i + 1}: one header block, then exactly the body`);
+  }
+  c.socket.destroy();
+  t.same(taken, [true, true, true], 'the header block was taken every time');
 });

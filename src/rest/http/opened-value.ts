@@ -17,6 +17,7 @@
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'koa';
+import { isOysterError } from '../../model/errors';
 import { OpenedValue } from '../../model/value';
 import { BodyBudget, VALUE_BUFFER } from '../body-budget';
 import { sniffContentType } from '../content-type';
@@ -63,17 +64,40 @@ export async function sendOpened(
     res.statusCode = ctx.status;
     res.setHeader('Content-Length', length);
   };
+  let closed: (() => void) | undefined;
+  const gone = new Promise<never>((_, reject) => res.once('close', (closed = () => reject(new Error('connection closed')))));
+  gone.catch(() => undefined);
   try {
-    const gone = new Promise<never>((_, reject) => res.once('close', () => reject(new Error('connection closed'))));
-    gone.catch(() => undefined);
     const plain = plainSocketFd(res.socket) !== null;
+    // On a plain socket the header block leaves with the value's first
+    // bytes, by the first send, or else on its own before them.
+    let header: string | null = null;
     if (plain) {
       commit();
-      await Promise.race([flushHeaders(res), gone]);
+      header = takeHeader(res);
+      if (header === null) await Promise.race([flushHeaders(res), gone]);
     }
     for (let pos = start; pos <= end; ) {
       const n = Math.min(CHUNK, end + 1 - pos);
-      const sent = plain ? await Promise.race([v.reader.sendTo(liveFd(res), pos, n), gone]) : 0;
+      let sent = 0;
+      try {
+        if (plain) sent = await Promise.race([v.reader.sendTo(liveFd(res), pos, n, header ?? undefined), gone]);
+      } catch (err) {
+        // Storage failed the first part before anything was sent (the
+        // header block leaves with it): the failure is still the answer.
+        if (header !== null && isOysterError(err)) {
+          giveHeaderBack(res);
+          ctx.respond = true;
+          committed = false;
+        }
+        throw err;
+      }
+      if (header !== null) {
+        // The socket took only part of the header (then none of the value).
+        if (sent < header.length) await Promise.race([writeRaw(res, header.slice(sent)), gone]);
+        sent = Math.max(0, sent - header.length);
+        header = null;
+      }
       if (sent < n) {
         buffer ??= budget.buffer();
         const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
@@ -90,6 +114,8 @@ export async function sendOpened(
     if (!committed) throw err;
     res.destroy();
   } finally {
+    // An answer that ended is closed too: no error to make for it.
+    res.off('close', closed!);
     budget.give(room);
     // A buffer may still be read into when the answer failed: not used again then.
     if (buffer !== null && res.writableFinished) budget.keep(buffer);
@@ -112,6 +138,36 @@ function liveFd(res: Context['res']): number {
   const fd = socket === null || socket.destroyed ? null : plainSocketFd(socket);
   if (fd === null) throw new Error('connection closed');
   return fd;
+}
+
+// The answer's header block, taken from Node's ServerResponse to be sent by
+// the first send of the value: Node builds it in writeHead and would write
+// it with the first body bytes, on a segment of its own here. Marked sent,
+// so that Node does not write it again. Null, and Node sends it as usual,
+// when the socket still holds bytes of Node's (they go first) or Node does
+// not keep the header block where this expects it.
+export function takeHeader(res: Pick<Context['res'], 'socket' | 'writeHead' | 'statusCode'>): string | null {
+  const socket = res.socket;
+  const node = res as unknown as { _header?: unknown; _headerSent?: unknown };
+  if (!socket || socket.writableLength !== 0 || socket.writableCorked !== 0 || node._headerSent !== false) return null;
+  res.writeHead(res.statusCode);
+  if (typeof node._header !== 'string') return null;
+  node._headerSent = true;
+  return node._header;
+}
+
+// Undoes takeHeader before anything was sent: Node builds the header block
+// anew from the headers set when the answer is written.
+function giveHeaderBack(res: Context['res']): void {
+  const node = res as unknown as { _header: unknown; _headerSent: unknown };
+  node._header = null;
+  node._headerSent = false;
+}
+
+// Writes bytes of the answer (the rest of its header block) to the socket
+// itself, past the ServerResponse, and resolves once they are written.
+function writeRaw(res: Context['res'], latin1: string): Promise<void> {
+  return new Promise((resolve, reject) => res.socket!.write(latin1, 'latin1', (err) => (err ? reject(err) : resolve())));
 }
 
 // Sends the headers and resolves once the socket holds nothing of ours:
