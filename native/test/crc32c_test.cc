@@ -8,13 +8,14 @@
 
 #include "test/testharness.h"
 
-// The two implementations are internal to crc32c.cc, which picks one for the
-// process. To check both on any CPU, the file is compiled a second time into
-// a private namespace here, where both are reachable by name. The system
-// headers it includes are included first so that they stay in the global
-// namespace (their include guards keep the nested #include empty).
+// The implementations are internal to crc32c.cc, which picks one for the
+// process. To check each one the CPU can run, the file is compiled a second
+// time into a private namespace here, where all are reachable by name. The
+// system headers it includes are included first so that they stay in the
+// global namespace (their include guards keep the nested #include empty).
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <immintrin.h>
 #include <nmmintrin.h>
 #endif
 namespace crc32c_copy {
@@ -53,6 +54,12 @@ std::vector<Impl> Implementations() {
 #ifdef OYSTER_CRC32C_X86
   if (crc32c_copy::oyster::crc32c::DetectSse42()) {
     impls.push_back({"sse4.2", &crc32c_copy::oyster::crc32c::ExtendSse42});
+  }
+  if (crc32c_copy::oyster::crc32c::DetectClmul()) {
+    impls.push_back({"pclmul", &crc32c_copy::oyster::crc32c::ExtendClmul});
+  }
+  if (crc32c_copy::oyster::crc32c::DetectVclmul()) {
+    impls.push_back({"vpclmulqdq", &crc32c_copy::oyster::crc32c::ExtendVclmul});
   }
 #endif
   return impls;
@@ -172,6 +179,60 @@ TEST(Crc32c, InterleavedBlocksMatchBitwiseReference) {
       }
     }
   }
+}
+
+// Every length up to 1100 bytes (the folding paths' thresholds, their last
+// partial registers and words), lengths around their superblocks, and lengths
+// around 64 KiB, 256 KiB and 1 MiB (the long inputs they are for), each at
+// every misalignment of a 16-byte load and from a random CRC. The longest are
+// checked against the sse4.2 path, itself checked against the bitwise
+// definition on a megabyte above, as the bitwise one is slow there.
+TEST(Crc32c, EveryLengthAndAlignment) {
+  std::mt19937_64 rng(test::RandomSeed());
+  const std::string data = RandomBytes(&rng, (1 << 20) + 256);
+  const std::vector<Impl> impls = Implementations();
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 1100; n++) lengths.push_back(n);
+#ifdef OYSTER_CRC32C_X86
+  {
+    using namespace crc32c_copy::oyster::crc32c;
+    constexpr size_t kNarrowLong = kNarrowSuperblock<kLongSteps>, kNarrowShort = kNarrowSuperblock<kShortSteps>;
+    constexpr size_t kWideLong = kWideSuperblock<kLongSteps>, kWideShort = kWideSuperblock<kShortSteps>;
+    for (size_t base : {kNarrowShort, 2 * kNarrowShort, kNarrowLong, kNarrowLong + kNarrowShort, 2 * kNarrowLong,
+                        kWideShort, 2 * kWideShort, kWideLong, kWideLong + kWideShort, 2 * kWideLong}) {
+      for (size_t d : {0, 1, 8, 63, 64, 127, 128, 129, 255, 256}) {
+        lengths.push_back(base + d);
+        lengths.push_back(base - 1 - d);
+      }
+    }
+  }
+#endif
+  for (size_t align = 0; align < 16; align++) {
+    for (size_t n : lengths) {
+      const uint32_t init = static_cast<uint32_t>(rng());
+      const uint32_t want = BitwiseCrc(init, data.data() + align, n);
+      for (const Impl& impl : impls) {
+        ASSERT_EQ(impl.extend(init, data.data() + align, n), want) << impl.name << ", length " << n << ", alignment " << align;
+      }
+    }
+  }
+#ifdef OYSTER_CRC32C_X86
+  // The folding paths need the crc32 instruction; without it there is nothing
+  // more to check here.
+  if (!crc32c_copy::oyster::crc32c::DetectSse42()) return;
+  for (size_t base : {size_t{1} << 16, size_t{1} << 18, size_t{1} << 20}) {
+    for (size_t n : {base - 129, base - 128, base - 65, base - 64, base - 1, base, base + 1, base + 63, base + 64,
+                     base + 127, base + 128, base + 129}) {
+      for (size_t align = 0; align < 16; align++) {
+        const uint32_t init = static_cast<uint32_t>(rng());
+        const uint32_t want = crc32c_copy::oyster::crc32c::ExtendSse42(init, data.data() + align, n);
+        for (const Impl& impl : impls) {
+          ASSERT_EQ(impl.extend(init, data.data() + align, n), want) << impl.name << ", length " << n << ", alignment " << align;
+        }
+      }
+    }
+  }
+#endif
 }
 
 TEST(Crc32c, HardwareReportedWhenAvailable) {
