@@ -257,6 +257,7 @@ t.test('a flipped byte inside a large value is never served as the value', async
   const first = await call(node.url, 'GET', '/data/77', undefined, { Range: `bytes=${12 * MiB}-${13 * MiB - 1}` });
   t.equal(first.status, 500, 'a range that starts in the damaged block answers 500');
   t.same(JSON.parse(first.body.toString()).ok, false, 'with a StatusExt body');
+  t.match(first.headers.get('content-type') ?? '', /^application\/json/, 'labelled as JSON');
   t.ok((await call(node.url, 'GET', '/data/77', undefined, { Range: `bytes=0-${MiB - 1}` })).body.equals(value.subarray(0, MiB)), 'and the connection serves on');
   await node.stop();
 });

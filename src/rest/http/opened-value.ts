@@ -8,10 +8,11 @@
 // flight (http_body_memory_limit), which keeps the buffer for the next
 // values.
 //
-// Each part is checked before it is sent. A part that fails its checksum
-// ends the answer by closing the connection: the client has received fewer
-// bytes than Content-Length announced and cannot take what it got for the
-// whole value. (A value stored without block checksums, from before they
+// Each part is checked before it is sent, and the headers leave with the
+// first: a damaged first part is answered with the error. A later part that
+// fails its checksum ends the answer by closing the connection: the client
+// has received fewer bytes than Content-Length announced and cannot take
+// what it got for the whole value. (A value stored without block checksums, from before they
 // existed, is checked as a whole when its last part is read: the parts
 // before were sent unchecked, and the connection is closed all the same.)
 import type { Socket } from 'node:net';
@@ -28,9 +29,9 @@ export const CHUNK = VALUE_BUFFER;
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
  * headers set on ctx, and the Content-Type guessed from the value's first
  * bytes; the caller closes the reader once this settles. Rejects before
- * anything is sent (503 when the budget has no room; on a TLS socket, a
- * damaged first part); once the headers are out, a failure closes the
- * connection and the promise resolves.
+ * anything is sent (503 when the budget has no room; a damaged first part:
+ * the headers leave with it, once it is checked); once the headers are out,
+ * a failure closes the connection and the promise resolves.
  */
 export async function sendOpened(
   ctx: Context,
@@ -64,6 +65,13 @@ export async function sendOpened(
     res.statusCode = ctx.status;
     res.setHeader('Content-Length', length);
   };
+  // While nothing was sent, an error can still be the answer.
+  const uncommit = () => {
+    committed = false;
+    ctx.respond = true;
+    res.removeHeader('Content-Type');
+    res.removeHeader('Content-Length');
+  };
   let closed: (() => void) | undefined;
   const gone = new Promise<never>((_, reject) => res.once('close', (closed = () => reject(new Error('connection closed')))));
   gone.catch(() => undefined);
@@ -87,8 +95,7 @@ export async function sendOpened(
         // header block leaves with it): the failure is still the answer.
         if (header !== null && isOysterError(err)) {
           giveHeaderBack(res);
-          ctx.respond = true;
-          committed = false;
+          uncommit();
         }
         throw err;
       }
