@@ -186,7 +186,16 @@ Status ValueReader::SendWindows(uint64_t pos, size_t n, int out_fd, std::string_
       crc_at = crc_;
     }
     s = Read(at, len, window);
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      // A failed read starts over from the value's start; the bytes before
+      // this window were sent and their CRC holds, so the call that goes on
+      // from here reads this window again, not the whole value.
+      if (!blocks_) {
+        crc_ = crc_at;
+        returned_ = at;
+      }
+      return s;
+    }
     // The prefix only now, with the first window checked.
     if (*sent < prefix.size()) s = SendBytes(out_fd, prefix, true, sent);
     size_t out = 0;

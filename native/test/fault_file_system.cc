@@ -82,12 +82,14 @@ class FaultInjectingFileSystem::FaultFile final : public File {
   ~FaultFile() override { fs_->FileClosed(); }
 
   Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) const override {
-    if (fs_->ShouldFailRead()) return Status::IOError("injected read fault in " + path(), EIO);
+    if (fs_->ShouldFailReadOf(n)) return Status::IOError("injected read fault in " + path(), EIO);
     return base_->Read(offset, n, buf, bytes_read);
   }
 
   Status ReadV(uint64_t offset, const IoBuffer* buffers, int count, size_t* bytes_read) const override {
-    if (fs_->ShouldFailRead()) return Status::IOError("injected read fault in " + path(), EIO);
+    uint64_t n = 0;
+    for (int i = 0; i < count; i++) n += buffers[i].size;
+    if (fs_->ShouldFailReadOf(n)) return Status::IOError("injected read fault in " + path(), EIO);
     return base_->ReadV(offset, buffers, count, bytes_read);
   }
 
@@ -239,6 +241,11 @@ uint64_t FaultInjectingFileSystem::dir_syncs() const {
   return dir_syncs_;
 }
 
+uint64_t FaultInjectingFileSystem::read_bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return read_bytes_;
+}
+
 uint64_t FaultInjectingFileSystem::no_wait_reads() const {
   std::lock_guard<std::mutex> l(mu_);
   return no_wait_reads_;
@@ -262,7 +269,7 @@ void FaultInjectingFileSystem::ResetCounters() {
   std::lock_guard<std::mutex> l(mu_);
   // An armed write fault keeps pointing at the same future write.
   if (fail_writes_at_ != 0) fail_writes_at_ = fail_writes_at_ > writes_ ? fail_writes_at_ - writes_ : 1;
-  writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = 0;
+  writes_ = syncs_ = dir_syncs_ = no_wait_reads_ = read_bytes_ = 0;
   cache_hints_.clear();
   std::lock_guard<std::mutex> t(track_mu_);
   changes_ = 0;
@@ -287,6 +294,12 @@ bool FaultInjectingFileSystem::NoWaitReadBlocks() {
   std::lock_guard<std::mutex> l(mu_);
   no_wait_reads_++;
   return uncached_;
+}
+
+bool FaultInjectingFileSystem::ShouldFailReadOf(uint64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  read_bytes_ += n;
+  return fail_reads_;
 }
 
 bool FaultInjectingFileSystem::ShouldFailRead() {

@@ -48,6 +48,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs() const;
   uint64_t dir_syncs() const;
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
+  uint64_t read_bytes() const;     // bytes asked of File::Read and ReadV
   // The page-cache hints files were given (File::DropCache, File::WillNeed,
   // File::StartWriteback), each passed on to the real file; those of one
   // kind, in order. A writeback hint makes nothing durable here either.
@@ -142,6 +143,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   bool ShouldFailWrite(size_t* partial);
   bool ShouldFailSync(std::chrono::microseconds* delay);
   bool ShouldFailRead();
+  // Counts a File::Read or ReadV of n bytes; whether it fails.
+  bool ShouldFailReadOf(uint64_t n);
   bool ShouldFailTruncate();
   // Counts a ReadNoWait; true if it must answer WouldBlock.
   bool NoWaitReadBlocks();
@@ -176,6 +179,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t syncs_ = 0;
   uint64_t dir_syncs_ = 0;
   uint64_t no_wait_reads_ = 0;
+  uint64_t read_bytes_ = 0;
   std::vector<CacheHint> cache_hints_;
   bool uncached_ = false;
   uint64_t fail_writes_at_ = 0;  // 0: writes do not fail

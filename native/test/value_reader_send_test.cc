@@ -241,6 +241,39 @@ TEST(ValueReaderSend, PrefixGoesWithTheFirstCheckedWindow) {
   ASSERT_EQ(CorruptReads(db.get()), 1u);
 }
 
+// Without block checksums the damage is met by the window that reaches the
+// value's end, after the windows before it were sent: the call that goes on
+// from there reads that window again, not the whole value from its start.
+TEST(ValueReaderSend, DamageAtTheEndOfAValueWithoutBlockChecksumsIsMetAgainFromThere) {
+  test::FaultInjectingFileSystem fs;
+  const std::string dir = test::TmpDir() + "/partition";
+  const std::string key = Key(9);
+  const std::string value = ValueFor(key, 3, 3 * W + 77);
+  ASSERT_OK(FileSystem::Default()->CreateDir(dir));
+  test::WriteLegacyBlob(dir, kBlobFormatVersion, key, test::Ts(3), value);
+  TestEngine db(dir);
+  db.options.fs = &fs;
+  ASSERT_OK(db.Open());
+  RecordLocation at;
+  std::unique_ptr<ValueReader> r = OpenReader(db.get(), key, &at);
+  test::FlipByte(test::BlobPath(dir, 1), at.entry.offset + RecordHeaderSize(kBlobFormatVersion, 16) + 3 * W + 5);
+  SocketPair p(true);
+  size_t sent = 0;
+  ASSERT_OK(r->SendTo(0, value.size(), p.out, {}, &sent));
+  ASSERT_EQ(sent, 3 * W);
+  ASSERT_TRUE(p.Take() == value.substr(0, 3 * W));
+  fs.ResetCounters();
+  ASSERT_STATUS(kCorruption, r->SendTo(3 * W, 77, p.out, {}, &sent));
+  ASSERT_EQ(sent, 0u);
+  ASSERT_EQ(p.Take(), "");
+  ASSERT_EQ(fs.read_bytes(), 77u);
+  fs.ResetCounters();
+  std::string rest(77, '\0');
+  ASSERT_STATUS(kCorruption, r->Read(3 * W, rest.size(), rest.data()));
+  ASSERT_EQ(fs.read_bytes(), 77u);
+  ASSERT_EQ(CorruptReads(db.get()), 1u);
+}
+
 TEST(ValueReaderSend, FailuresOfTheFileAndOfThePeer) {
   test::FaultInjectingFileSystem fs;
   TestEngine db(test::TmpDir() + "/partition");
