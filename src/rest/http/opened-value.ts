@@ -12,9 +12,10 @@
 // first: a damaged first part is answered with the error. A later part that
 // fails its checksum ends the answer by closing the connection: the client
 // has received fewer bytes than Content-Length announced and cannot take
-// what it got for the whole value. (A value stored without block checksums, from before they
-// existed, is checked as a whole when its last part is read: the parts
-// before were sent unchecked, and the connection is closed all the same.)
+// what it got for the whole value. (A value stored without block checksums,
+// from before they existed, is checked as a whole when its last part is
+// read: the parts before were sent unchecked, and the connection is closed
+// all the same.)
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'koa';
@@ -75,11 +76,11 @@ export async function sendOpened(
   let closed: (() => void) | undefined;
   const gone = new Promise<never>((_, reject) => res.once('close', (closed = () => reject(new Error('connection closed')))));
   gone.catch(() => undefined);
+  // On a plain socket the header block leaves with the value's first bytes,
+  // by the first send, or else on its own before them.
+  let header: string | null = null;
   try {
     const plain = plainSocketFd(res.socket) !== null;
-    // On a plain socket the header block leaves with the value's first
-    // bytes, by the first send, or else on its own before them.
-    let header: string | null = null;
     if (plain) {
       commit();
       header = takeHeader(res);
@@ -87,18 +88,7 @@ export async function sendOpened(
     }
     for (let pos = start; pos <= end; ) {
       const n = Math.min(CHUNK, end + 1 - pos);
-      let sent = 0;
-      try {
-        if (plain) sent = await Promise.race([v.reader.sendTo(liveFd(res), pos, n, header ?? undefined), gone]);
-      } catch (err) {
-        // Storage failed the first part before anything was sent (the
-        // header block leaves with it): the failure is still the answer.
-        if (header !== null && isOysterError(err)) {
-          giveHeaderBack(res);
-          uncommit();
-        }
-        throw err;
-      }
+      let sent = plain ? await Promise.race([v.reader.sendTo(liveFd(res), pos, n, header ?? undefined), gone]) : 0;
       if (header !== null) {
         // The socket took only part of the header (then none of the value).
         if (sent < header.length) await Promise.race([writeRaw(res, header.slice(sent)), gone]);
@@ -115,6 +105,12 @@ export async function sendOpened(
     }
     res.end();
   } catch (err) {
+    // Storage failed the first part before anything was sent (the header
+    // block leaves with it): the failure is still the answer.
+    if (header !== null && isOysterError(err)) {
+      giveHeaderBack(res);
+      uncommit();
+    }
     // Before the first byte the error is the answer; after it, the
     // connection is closed (storage counted and logged a damaged part; a
     // client that left is no news).
