@@ -55,12 +55,15 @@ export interface IncomingValue {
    */
   whole(): Promise<Buffer>;
   /**
-   * The pieces that arrived since the last call, at least one; null once
-   * all `size` bytes were handed out. Reading pauses while the pieces handed
-   * out are not asked for again, so the caller's pace bounds the memory.
-   * Rejects when the client goes away before the end.
+   * The next pieces of the value, at least one; null once all `size` bytes
+   * were handed out. Pieces handed out stay the caller's until it says they
+   * are written (written()), and reading pauses while two lots are, so the
+   * caller's pace bounds the memory. Rejects when the client goes away
+   * before the end.
    */
   next(): Promise<Buffer[] | null>;
+  /** The oldest pieces handed out and not yet said written are written: their memory takes the next bytes. */
+  written(): void;
   /** Stops reading: the rest of the value is not wanted (its writes failed). */
   cancel(): void;
 }

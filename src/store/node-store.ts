@@ -150,10 +150,22 @@ export class NodeStore implements NodeApi {
     const streams = begun.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []));
     try {
       for (const b of begun) if (b.status === 'rejected') throw b.reason;
+      // Each window is appended as soon as it is full, queued behind the
+      // one being written: the engine goes from one to the next without a
+      // turn of the event loop between them.
+      let writing: Promise<unknown> | null = null;
       for (let pieces = await value.next(); pieces !== null; pieces = await value.next()) {
         const batch = pieces;
-        await Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(batch))));
+        const appended = Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(batch))));
+        appended.catch(() => undefined); // awaited below, after the one before it
+        if (writing !== null) {
+          await writing;
+          value.written();
+        }
+        writing = appended;
       }
+      await writing;
+      value.written();
       await Promise.all(streams.map((s, i) => local[i].disk.use(() => s.finish())));
     } catch (err) {
       value.cancel();

@@ -1,9 +1,9 @@
 // A request body of known length handed to storage as it arrives
 // (IncomingValue): the node holds at most two windows of it — the one being
-// written and the one filling meanwhile — and takes them from the body
-// budget, whatever the size of the value. Storage that cannot take a value
-// in pieces (it goes to other nodes) asks for it whole, which is read as any
-// body is, within http_body_memory_limit.
+// written and the next, filling or full and queued behind it — and takes
+// them from the body budget, whatever the size of the value. Storage that
+// cannot take a value in pieces (it goes to other nodes) asks for it whole,
+// which is read as any body is, within http_body_memory_limit.
 //
 // On a plain connection the body is read from the socket straight into the
 // window (../http/socket-body.ts), past Node's HTTP parser; over TLS, each
@@ -54,8 +54,8 @@ export class StreamedBody implements IncomingValue {
   // Window k of the body is bytes [k × WINDOW, (k + 1) × WINDOW) of it, in
   // buffer k % 2. Windows before `filling` are full; `filled` bytes of that
   // one arrived. Those before `handed` were handed out by next(), and those
-  // before `released` written (next() was called again after them): window
-  // k can fill once window k − 2, in the same buffer, was released.
+  // before `released` said written (written()): window k can fill once
+  // window k − 2, in the same buffer, was released.
   private buffers: Buffer[] = [];
   private filling = 0;
   private filled = 0;
@@ -93,26 +93,29 @@ export class StreamedBody implements IncomingValue {
 
   async next(): Promise<Buffer[] | null> {
     if (!this.started) await this.start();
-    // The caller is done with the window handed out before: its buffer may fill again.
-    if (this.released < this.handed) {
-      this.released++;
-      this.readOn();
-    }
     for (;;) {
       // A window at a time (the last one the rest of the body): one write each, not one per read.
       if (this.handed < this.filling) return [this.window(this.handed++)];
-      if (this.handed === this.windows) {
-        for (const b of this.buffers) this.budget.keep(b);
-        this.buffers = [];
-        return null;
-      }
+      if (this.handed === this.windows) return null;
       if (this.failure) throw this.failure;
       await new Promise<void>((resolve) => (this.wake = resolve));
     }
   }
 
+  written(): void {
+    if (this.released === this.handed) return;
+    this.released++;
+    if (this.released < this.windows) {
+      // Its buffer may fill again.
+      this.readOn();
+      return;
+    }
+    for (const b of this.buffers) this.budget.keep(b);
+    this.buffers = [];
+  }
+
   cancel(): void {
-    // Not kept for other bodies: a write of the window handed out may still be under way.
+    // Not kept for other bodies: writes of the windows handed out may still be under way.
     this.buffers = [];
     this.ctx.set('Connection', 'close'); // the rest stays unread
     this.socketBody?.stop();
