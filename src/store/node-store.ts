@@ -154,7 +154,7 @@ export class NodeStore implements NodeApi {
       // one being written: the engine goes from one to the next without a
       // turn of the event loop between them.
       let writing: Promise<unknown> | null = null;
-      for (let pieces = await value.next(); pieces !== null; pieces = await value.next()) {
+      for (let pieces = await value.next(); pieces !== null; pieces = await nextUnlessFailed(value, writing)) {
         const batch = pieces;
         const appended = Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(batch))));
         appended.catch(() => undefined); // awaited below, after the one before it
@@ -366,4 +366,17 @@ export class NodeStore implements NodeApi {
     else for (const h of held) if (wanted(h.owner)) out.push(new AlienPlace(this.alien, null, h.bound));
     return out;
   }
+}
+
+/**
+ * The value's next pieces, or the failure of the append under way as soon
+ * as it fails: a client that waits for the answer before it sends more
+ * must not wait for the connection's timeout to learn that its value
+ * cannot be stored.
+ */
+function nextUnlessFailed(value: IncomingValue, writing: Promise<unknown> | null): Promise<Buffer[] | null> {
+  const next = value.next();
+  if (writing === null) return next;
+  next.catch(() => undefined); // lost the race when the append failed
+  return Promise.race([next, writing.then(() => next)]);
 }

@@ -6,7 +6,8 @@
 // boundaries are stored byte-exact; a client that leaves mid-body leaves
 // nothing stored and the budget given back; bytes past a body are parsed as
 // the next request; Expect: 100-continue works; a disk that fills mid-body
-// answers 507 before the connection closes.
+// answers 507 before the connection closes, at once even when the client
+// sends no more until it has an answer.
 import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
@@ -218,6 +219,31 @@ t.test('a disk that fills in the middle of a body: the client gets 507, then the
   t.equal(await c.answer(), null);
   t.equal((await call(node.url, 'GET', '/data/600')).body.toString(), 'before', 'nothing of the value is readable');
   await waitFor('the body budget to be given back', async () => (await bodyBytes(node.url)) === 0, 5000, 50);
+});
+
+// The windows of a body are appended while the next one fills: when an
+// append fails and the client, as some do, sends no more until it has an
+// answer, the failure must not wait for a window that will never fill.
+t.test('a disk that fills while the client waits for the answer: 507 at once, not at the timeout', { skip: process.getuid?.() === 0 ? false : 'mounting a tmpfs needs root' }, async (t) => {
+  const dir = tempDir(t);
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 }, { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } });
+  mountTmpfs(t, files.disks.n1.d1, '6m');
+  const node = await startNode(files, 'n1');
+  t.teardown(() => node.stop());
+  t.equal((await call(node.url, 'POST', '/data/601', Buffer.from('before'))).status, 201);
+  const c = await open(node.url);
+  // On this disk the sixth megabyte of the body is the one that does not
+  // fit (as in the test above); the client stops half a window after it.
+  const announced = pattern(12 * MiB, 601);
+  const header = Buffer.from(`POST /data/601 HTTP/1.1\r\nHost: x\r\nContent-Length: ${announced.length}\r\n\r\n`);
+  c.write(Buffer.concat([header, announced.subarray(0, 6 * MiB + MiB / 2)])).catch(() => undefined);
+  const started = Date.now();
+  const a = await Promise.race([c.answer(), sleep(5000).then(() => null)]);
+  t.equal(a?.status, 507, `507 while the client waits (${Date.now() - started} ms)`);
+  t.match(a?.headers ?? '', /connection: close/i, 'and the connection closes after it');
+  t.equal((await call(node.url, 'GET', '/data/601')).body.toString(), 'before', 'nothing of the value is readable');
+  await waitFor('the body budget to be given back', async () => (await bodyBytes(node.url)) === 0, 5000, 50);
+  c.socket.destroy();
 });
 
 // SocketBody leans on how Node's HTTP server pauses and parses a connection;
