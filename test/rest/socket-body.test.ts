@@ -10,11 +10,11 @@
 // sends no more until it has an answer.
 import http from 'node:http';
 import net from 'node:net';
-import t from 'tap';
+import t, { Test } from 'tap';
 import { SocketBody } from '../../src/rest/http/socket-body';
 import { takeHeader } from '../../src/rest/http/opened-value';
 import { Rng } from '../robustness/lib';
-import { startNode, writeCluster } from '../helpers/oysterd';
+import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { mountTmpfs } from '../versions/lib';
 import { sample } from './lib/metrics';
@@ -201,13 +201,20 @@ t.test('bytes past a body are the next request; Expect: 100-continue', async (t)
   e.socket.destroy();
 });
 
-t.test('a disk that fills in the middle of a body: the client gets 507, then the connection closes', { skip: process.getuid?.() === 0 ? false : 'mounting a tmpfs needs root' }, async (t) => {
+// A node whose one disk is a 6 MiB tmpfs, `key` holding 'before'.
+async function nodeOnSmallDisk(t: Test, key: number): Promise<OysterProcess> {
   const dir = tempDir(t);
   const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 }, { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } });
   mountTmpfs(t, files.disks.n1.d1, '6m');
   const node = await startNode(files, 'n1');
   t.teardown(() => node.stop());
-  t.equal((await call(node.url, 'POST', '/data/600', Buffer.from('before'))).status, 201);
+  t.equal((await call(node.url, 'POST', `/data/${key}`, Buffer.from('before'))).status, 201);
+  return node;
+}
+const needsRoot = { skip: process.getuid?.() === 0 ? false : 'mounting a tmpfs needs root' };
+
+t.test('a disk that fills in the middle of a body: the client gets 507, then the connection closes', needsRoot, async (t) => {
+  const node = await nodeOnSmallDisk(t, 600);
   const c = await open(node.url);
   // The body is larger than the disk: its writes fail after the first megabytes.
   const value = pattern(12 * MiB, 600);
@@ -224,13 +231,8 @@ t.test('a disk that fills in the middle of a body: the client gets 507, then the
 // The windows of a body are appended while the next one fills: when an
 // append fails and the client, as some do, sends no more until it has an
 // answer, the failure must not wait for a window that will never fill.
-t.test('a disk that fills while the client waits for the answer: 507 at once, not at the timeout', { skip: process.getuid?.() === 0 ? false : 'mounting a tmpfs needs root' }, async (t) => {
-  const dir = tempDir(t);
-  const files = await writeCluster(dir, { nodes: [{ name: 'n1', disks: ['d1'] }], vdisks: 1 }, { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } });
-  mountTmpfs(t, files.disks.n1.d1, '6m');
-  const node = await startNode(files, 'n1');
-  t.teardown(() => node.stop());
-  t.equal((await call(node.url, 'POST', '/data/601', Buffer.from('before'))).status, 201);
+t.test('a disk that fills while the client waits for the answer: 507 at once, not at the timeout', needsRoot, async (t) => {
+  const node = await nodeOnSmallDisk(t, 601);
   const c = await open(node.url);
   // On this disk the sixth megabyte of the body is the one that does not
   // fit (as in the test above); the client stops half a window after it.
