@@ -92,6 +92,17 @@ t.test('HTTP semantics of the data API', async (t) => {
       ['bytes=-10', 990, 999],
       ['bytes=995-5000', 995, 999],
       ['bytes=0-0', 0, 0],
+      // A suffix longer than the value is all of it (RFC 9110 §14.1.1).
+      ['bytes=-1000', 0, 999],
+      ['bytes=-5000', 0, 999],
+      // The unit is a token, compared without regard to case.
+      ['BYTES=10-19', 10, 19],
+      // Ranges that overlap or touch are one range; empty list elements are skipped.
+      ['bytes=0-4, 5-9', 0, 9],
+      ['bytes=0-9,,3-12', 0, 12],
+      // Parts that cannot be served beside one that can: the one is sent.
+      ['bytes=0-4,2000-', 0, 4],
+      ['bytes=-0,7-8', 7, 8],
     ];
     for (const [h, start, end] of cases) {
       const r = await range(h);
@@ -103,7 +114,11 @@ t.test('HTTP semantics of the data API', async (t) => {
     const past = await range('bytes=1000-1010');
     statusExt(t, past, 416, false, /Range Not Satisfiable/, 'a range past the end');
     t.equal(past.headers.get('content-range'), 'bytes */1000');
-    for (const whole of ['bytes=0-1,5-6', 'bytes=abc', 'lines=1-2']) {
+    for (const none of ['bytes=-0', 'bytes=20-10', 'bytes=1000-,2000-3000']) {
+      statusExt(t, await range(none), 416, false, /Range Not Satisfiable/, `${none}: no range can be served`);
+    }
+    // Another unit is ignored, even where its numbers would be past the end in bytes.
+    for (const whole of ['bytes=0-1,5-6', 'bytes=abc', 'bytes=', 'bytes=-', 'bytes=1-2-3', 'lines=1-2', 'items=5000-', '=0-1', 'bytes 0-1']) {
       const r = await range(whole);
       t.equal(r.status, 200, `${whole}: the whole value`);
       t.ok(r.body.equals(value));
@@ -115,6 +130,9 @@ t.test('HTTP semantics of the data API', async (t) => {
     t.equal(head.headers.get('content-length'), '10');
     await api.post('/data/6');
     statusExt(t, await call(node.url, 'GET', '/data/6', undefined, { Range: 'bytes=0-' }), 416, false, /0 bytes/, 'a range of an empty value');
+    const emptySuffix = await call(node.url, 'GET', '/data/6', undefined, { Range: 'bytes=-10' });
+    t.equal(emptySuffix.status, 200, 'a suffix of an empty value: the (empty) value whole');
+    t.equal(emptySuffix.body.length, 0);
   });
 
   t.test('pipelined requests on one connection take effect in order', async (t) => {
