@@ -9,6 +9,7 @@ import { RestDeps } from './deps';
 import { accessLog, accessLogEnabled } from './middleware/access-log';
 import { authorize } from './middleware/auth';
 import { errorBodies } from './middleware/errors';
+import { expectContinue } from './middleware/expect-continue';
 import { inOrder } from './middleware/in-order';
 import { requestMetrics } from './middleware/request-metrics';
 import { alienRoutes } from './routes/alien';
@@ -25,6 +26,8 @@ export function createRestApp(deps: RestDeps, metrics: NodeMetrics, auth: Authen
   app.use(requestMetrics(metrics));
   // A middleware layer costs on every request: the access log only when its lines are written.
   if (accessLogEnabled(deps.log)) app.use(accessLog(deps.log));
+  // Outside errorBodies: it sees the answer as it will be sent.
+  app.use(expectContinue());
   app.use(errorBodies(deps.log));
   app.use(inOrder());
   // The data API goes first on a router of its own: a data request is

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
+import { holdBody } from './middleware/expect-continue';
 import { StatusExt } from './status-ext';
 
 function rawResponse(status: number, msg: string): string {
@@ -43,7 +44,8 @@ export function createRestServer(app: Koa, limits: ServerLimits, tls?: { cert: B
     // of seconds is kept to within a quarter of itself.
     connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4))),
   };
-  const server: http.Server = tls ? https.createServer({ ...options, cert: tls.cert, key: tls.key }, app.callback()) : http.createServer(options, app.callback());
+  const handle = app.callback();
+  const server: http.Server = tls ? https.createServer({ ...options, cert: tls.cert, key: tls.key }, handle) : http.createServer(options, handle);
   // Connections past it are closed as they arrive: each costs memory before it sends a byte.
   server.maxConnections = limits.maxConnections;
   server.keepAliveTimeout = 65_000;
@@ -73,6 +75,12 @@ export function createRestServer(app: Koa, limits: ServerLimits, tls?: { cert: B
   server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
     socket.write(rawResponse(405, 'Method Not Allowed: CONNECT'));
     socket.destroy();
+  });
+
+  // Expect: 100-continue: the app asks for the body where it reads it (middleware/expect-continue.ts).
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    holdBody(req);
+    void handle(req, res);
   });
 
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {

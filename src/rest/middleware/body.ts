@@ -6,6 +6,7 @@
 import type { Context } from 'koa';
 import { BodyBudget, SMALL_BODY } from '../body-budget';
 import { HttpError } from '../status-ext';
+import { askForBody, bodyHeld } from './expect-continue';
 
 // After a 413 the rest of the body is read and dropped, up to this much:
 // a client still busy sending would otherwise meet a closed connection and
@@ -55,6 +56,7 @@ export const incomplete = (): HttpError => new HttpError(400, 'request body inco
 function collect(ctx: Context, limit: number, declared: number | undefined, held: Held, budget: BodyBudget): Promise<Buffer> {
   const req = ctx.req;
   if (req.destroyed) return Promise.reject(incomplete());
+  askForBody(req, ctx.res);
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -111,6 +113,8 @@ function collect(ctx: Context, limit: number, declared: number | undefined, held
 /** Drops the unread rest of a refused body while the answer goes out; `declared` is its announced length. */
 export function discardRest(ctx: Context, declared?: number): void {
   const req = ctx.req;
+  // A body held back is never asked for: expectContinue closes the connection.
+  if (bodyHeld(req)) return;
   if (declared !== undefined && declared > DISCARD_LIMIT) {
     ctx.set('Connection', 'close'); // not worth reading: Node closes the connection after the answer
     return;

@@ -19,6 +19,7 @@ import { BodyBudget, VALUE_BUFFER } from '../body-budget';
 import { SocketBody } from '../http/socket-body';
 import { HttpError } from '../status-ext';
 import { busy, discardRest, Held, incomplete, readBody } from './body';
+import { askForBody } from './expect-continue';
 
 /**
  * The request's value: a body of known length of STREAM_FROM bytes or more
@@ -190,6 +191,7 @@ export class StreamedBody implements IncomingValue {
     if (!(await new Held(this.ctx, this.budget).take(Math.min(2 * WINDOW, this.size)))) throw busy(this.ctx, this.budget);
     const req = this.ctx.req;
     if (req.destroyed) throw incomplete();
+    askForBody(req, this.ctx.res);
     this.buffers = this.windows > 1 ? [this.budget.buffer(), this.budget.buffer()] : [this.budget.buffer()];
     const socketBody = SocketBody.take(req);
     if (socketBody !== null) {

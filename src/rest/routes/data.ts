@@ -7,6 +7,7 @@ import { errors } from '../../model/errors';
 import { StoredValue, Version } from '../../model/version';
 import { KeyError, keyToHex, parseRestKey } from '../../keys/key';
 import { RestDeps } from '../deps';
+import { bodyHeld } from '../middleware/expect-continue';
 import { requestValue } from '../middleware/streamed-body';
 import { isOpened, OpenedValue } from '../../model/value';
 import { sendOpened } from '../http/opened-value';
@@ -59,6 +60,10 @@ export function dataRoutes(d: RestDeps): Router {
 
   router.post('/data/:key', async (ctx) => {
     const key = keyOf(ctx);
+    // A client holding its body back until asked (Expect: 100-continue) is
+    // spared the upload when the write would fail; the check after the body
+    // arrived is the one that counts, closest to the write.
+    if (bodyHeld(ctx.req)) await checkPreconditions(ctx, key);
     const value = await requestValue(ctx, d.bodyLimit, d.bodyBudget);
     await checkPreconditions(ctx, key);
     setValidators(ctx, await d.data.put(key, value));
