@@ -28,8 +28,10 @@ struct EngineOptions {
   // Acknowledge a write only after fdatasync; concurrent writes share one.
   bool sync_writes = false;
   // Large values (256 KiB and more) leave the page cache once synced, all
-  // but the newest this many bytes of them in the active blob (DropBehind).
-  uint64_t cached_large_value_bytes = 32 << 20;
+  // but the newest this many bytes of them in the active blob (DropBehind):
+  // enough that a value of 64 MiB is read back right after its write from
+  // memory, whole, as it was written.
+  uint64_t cached_large_value_bytes = 64 << 20;
   // Bloom filter size for closed blobs; 0 disables the filter.
   uint32_t bloom_bits_per_key = 10;
   // Blob files are named "<prefix>.<n>.blob"; no '.' or '/' allowed.
