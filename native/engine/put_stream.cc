@@ -1,6 +1,9 @@
 #include "engine/put_stream.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 
 #include "engine/blob.h"
 #include "engine/engine.h"
@@ -11,6 +14,42 @@
 #include "util/hash.h"
 
 namespace oyster {
+
+// The work a stream handed over, run by the executor's threads or, when
+// the stream must wait for a piece of work no thread has taken yet, by the
+// stream's own: a wait never depends on a free thread, so streams waiting
+// on every thread of the executor cannot hold up the work they wait for.
+struct PutStream::Flushes {
+  std::mutex mu;
+  std::condition_variable done;
+  std::deque<std::function<void()>> queued;  // handed over, not yet taken
+  int unfinished = 0;                         // queued or running
+  bool syncing = false;                       // one of them syncs
+  Status failure;                             // the first one met
+
+  // Runs queued work until `finished` holds, waiting only for work that
+  // another thread is running. Called with `l` held.
+  template <typename Pred>
+  void Await(std::unique_lock<std::mutex>& l, Pred finished) {
+    while (!finished()) {
+      if (queued.empty()) {
+        done.wait(l);
+        continue;
+      }
+      RunOne(l);
+    }
+  }
+
+  // Runs the oldest queued piece of work, if any, without the lock.
+  void RunOne(std::unique_lock<std::mutex>& l) {
+    if (queued.empty()) return;
+    std::function<void()> work = std::move(queued.front());
+    queued.pop_front();
+    l.unlock();
+    work();
+    l.lock();
+  }
+};
 
 bool OpenStreams::Add(PutStream* stream) {
   std::lock_guard<std::mutex> l(mu_);
@@ -49,7 +88,8 @@ PutStream::PutStream(std::weak_ptr<Engine> engine, std::shared_ptr<OpenStreams> 
       version_(version),
       value_size_(value_size),
       flags_(flags),
-      header_size_(RecordHeaderSize(kBlobFormatVersion, key_.size())) {
+      header_size_(RecordHeaderSize(kBlobFormatVersion, key_.size())),
+      flushes_(std::make_shared<Flushes>()) {
   std::string header(header_size_, '\0');
   EncodeRecordHeaderWithCrc(flags_, offset_, version_, key_.data(), key_.size(), static_cast<uint32_t>(value_size_),
                             0, header.data());
@@ -73,31 +113,79 @@ Status PutStream::Append(const IoSlice* pieces, int count) {
   if (n == 0) return Status::OK();
   const uint64_t at = offset_ + header_size_ + written_;
   Status s = blob_->file()->Write(at, pieces, count);
+  if (s.ok()) s = WrittenLocked(at, n);
   if (s.ok()) {
-    // The sync that makes a large value durable, due every
-    // max_dirty_bytes_before_sync bytes and at its end, then waits for
-    // little: its pages go to the device while the next pieces arrive.
-    if (DropBehind::Applies(value_size_)) blob_->file()->StartWriteback(at, n);
     for (int i = 0; i < count; i++) ChecksumLocked(pieces[i].data, pieces[i].size);
-    s = WrittenLocked(at, n, true, false);
   }
   if (!s.ok()) AbortLocked();
   return s;
 }
 
-Status PutStream::WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync) {
+Status PutStream::WrittenLocked(uint64_t at, uint64_t n) {
   std::shared_ptr<Engine> engine = engine_.lock();
-  if (engine != nullptr && value && DropBehind::Applies(value_size_)) engine->drop_behind_.Written(blob_->id(), at, n);
-  const bool due = engine != nullptr && engine->StreamWritten(*blob_, n);
-  return due || sync ? SyncLocked() : Status::OK();
+  // A large value's pieces go to the device as they are written, so that
+  // the syncs that make it durable, due every max_dirty_bytes_before_sync
+  // bytes and at its end, wait for little.
+  const bool writeback = DropBehind::Applies(value_size_);
+  if (engine != nullptr && writeback) engine->drop_behind_.Written(blob_->id(), at, n);
+  const bool sync = engine != nullptr && engine->StreamWritten(*blob_, n);
+  if (!writeback && !sync) {
+    std::lock_guard<std::mutex> l(flushes_->mu);
+    return flushes_->failure;
+  }
+  std::shared_ptr<Flushes> flushes = flushes_;
+  std::unique_lock<std::mutex> l(flushes->mu);
+  // One sync at a time: the stream's unsynced bytes stay within about twice the bound.
+  if (sync) flushes->Await(l, [&flushes] { return !flushes->syncing; });
+  if (!flushes->failure.ok()) return flushes->failure;
+  flushes->unfinished++;
+  if (sync) flushes->syncing = true;
+  // Both take a system call each, the sync a wait for the device: the next
+  // piece is written meanwhile rather than after them. The work runs under
+  // RunOne, whose caller keeps `f` alive.
+  flushes->queued.push_back([f = flushes.get(), blob = blob_, weak = engine_, at, n, writeback, sync] {
+    if (writeback) blob->file()->StartWriteback(at, n);
+    Status s;
+    if (sync) {
+      std::shared_ptr<Engine> e = weak.lock();
+      s = e == nullptr ? blob->file()->Sync() : SyncBlob(e.get(), blob.get());
+    }
+    std::lock_guard<std::mutex> done(f->mu);
+    if (f->failure.ok()) f->failure = s;
+    f->unfinished--;
+    if (sync) f->syncing = false;
+    f->done.notify_all();
+  });
+  l.unlock();
+  if (engine != nullptr) {
+    engine->options_.executor->Schedule([flushes] {
+      std::unique_lock<std::mutex> run(flushes->mu);
+      flushes->RunOne(run);
+    });
+  } else {
+    std::unique_lock<std::mutex> run(flushes->mu);
+    flushes->RunOne(run);
+  }
+  return Status::OK();
+}
+
+Status PutStream::WaitFlushesLocked() {
+  Flushes& f = *flushes_;
+  std::unique_lock<std::mutex> l(f.mu);
+  f.Await(l, [&f] { return f.unfinished == 0; });
+  return f.failure;
 }
 
 Status PutStream::SyncLocked() {
   std::shared_ptr<Engine> engine = engine_.lock();
   if (engine == nullptr) return blob_->file()->Sync();
-  Status s = engine->drop_behind_.Sync(blob_->id(), blob_->file());
+  return SyncBlob(engine.get(), blob_.get());
+}
+
+Status PutStream::SyncBlob(Engine* engine, Blob* blob) {
+  Status s = engine->drop_behind_.Sync(blob->id(), blob->file());
   if (!s.ok()) {
-    engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob_->file()->path() +
+    engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob->file()->path() +
                                              " (a streamed put); writes are disabled until the engine is reopened",
                                              s.err()));
   }
@@ -138,8 +226,9 @@ Status PutStream::Finish() {
   }
   File* f = blob_->file();
   const bool sync_writes = sync_writes_;
-  Status s;
-  if (!blocks_.empty()) {
+  // The value's syncs so far, done: its unsynced bytes are within the bound.
+  Status s = WaitFlushesLocked();
+  if (s.ok() && !blocks_.empty()) {
     IoSlice slice{blocks_.data(), blocks_.size()};
     s = f->Write(offset_ + header_size_ + value_size_, &slice, 1);
   }
@@ -151,9 +240,13 @@ Status PutStream::Finish() {
   bool removed = false;
   if (s.ok()) s = f->Removed(&removed);
   if (s.ok() && removed) s = Status::IOError("blob " + f->path() + " was removed while in use", ENOENT);
-  // The header and the block checksums; Append counted the value.
-  if (s.ok()) s = WrittenLocked(offset_, header_size_ + RecordBodySize(flags_, value_size_) - value_size_, false, sync_writes);
   std::shared_ptr<Engine> engine = engine_.lock();
+  // The header and the block checksums count as well (Append counted the
+  // value); a sync they make due is made here, before the record is published.
+  if (s.ok()) {
+    const bool due = engine != nullptr && engine->StreamWritten(*blob_, header_size_ + RecordBodySize(flags_, value_size_) - value_size_);
+    if (due || sync_writes) s = SyncLocked();
+  }
   if (!s.ok()) {
     // Void again, so that the record does not appear after a restart either
     // (best effort: the device may refuse this as well).

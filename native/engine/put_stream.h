@@ -62,8 +62,13 @@ class PutStream {
   // written); Closed once the stream was aborted (by Abort, or by the
   // engine closing); IOError as a write fails (the stream is then aborted).
   // The bytes count towards the engine's max_dirty_bytes_before_sync as they
-  // are written: past it, Append syncs the blob, so that a long value is
-  // made durable (and its pages let go of, DropBehind) as it goes.
+  // are written: past it, the blob is synced, so that a long value is made
+  // durable (and its pages let go of, DropBehind) as it goes. That sync, and
+  // the writeback each piece of a large value starts, run on the engine's
+  // executor beside the next appends; an Append that makes a sync due while
+  // another runs waits for that one, so the stream's unsynced bytes stay
+  // within about twice the bound. A failure of that work fails the next
+  // call (Append or Finish), which aborts the stream.
   Status Append(const IoSlice* pieces, int count);
   // Append of one piece of n bytes.
   Status Append(const char* data, size_t n) {
@@ -100,15 +105,22 @@ class PutStream {
 
   // Takes the next n bytes of the value, written, into the checksums.
   void ChecksumLocked(const char* data, size_t n);
-  // Counts `n` bytes written at `at` (`value` bytes of them the value's)
-  // towards the engine's dirty bytes, and syncs the blob if they pass the
-  // bound or `sync` says so; the large values a sync covers leave the page
-  // cache. An error is the failed sync's.
-  Status WrittenLocked(uint64_t at, uint64_t n, bool value, bool sync);
+  // Work handed to the executor by Append, shared with its tasks (which may
+  // outlive the stream).
+  struct Flushes;
+  // Counts the value's `n` bytes just written at `at` towards the engine's
+  // dirty bytes and hands their writeback (a large value's) and the sync
+  // they make due to the executor (done here if the engine is gone). An
+  // error is one that work met before: the stream is to stop.
+  Status WrittenLocked(uint64_t at, uint64_t n);
+  // Waits until the work handed over is done; the first failure it met.
+  Status WaitFlushesLocked();
   // Syncs the blob (the large values it covers leave the page cache); a
   // failure disables the engine's writes as the writer's own failed sync
   // does (Engine::StreamSyncFailed).
   Status SyncLocked();
+  // SyncLocked's work for `blob` of `engine`, from any thread.
+  static Status SyncBlob(Engine* engine, Blob* blob);
   Status WriteHeaderLocked();
   void AbortLocked();
   // Aborts without writing anything (the engine is gone, as in a crash).
@@ -133,6 +145,7 @@ class PutStream {
   uint32_t record_crc_;      // over the header prefix and the value so far (with blocks: its finished blocks)
   uint32_t block_crc_ = 0;   // of the block being written
   std::vector<char> blocks_;  // block checksums, u32 LE each (kFlagBlocks)
+  const std::shared_ptr<Flushes> flushes_;
 };
 
 }  // namespace oyster

@@ -196,7 +196,8 @@ TEST(Fault, FailedSyncPoisonsWrites) {
 // A streamed put whose sync fails is aborted, and, as after the writer's own
 // failed sync, every later write fails until the engine is reopened: the
 // kernel may have dropped pages of records acknowledged since the last good
-// sync. What was acknowledged before that sync stays readable.
+// sync. What was acknowledged before that sync stays readable. The sync runs
+// beside the appends: its failure fails the next call.
 TEST(Fault, FailedStreamSyncDisablesWrites) {
   FaultInjectingFileSystem fs;
   TestEngine db(PartitionDir());
@@ -209,9 +210,11 @@ TEST(Fault, FailedStreamSyncDisablesWrites) {
   std::unique_ptr<PutStream> stream;
   ASSERT_OK(test::BeginStream(db.get(), Key(50), test::Ts(2), value.size(), &stream));
   fs.FailSyncs(true);
-  // Past max_dirty_bytes_before_sync the append syncs, and that fails.
-  ASSERT_STATUS(kIOError, stream->Append(value.data(), 150000));
-  ASSERT_STATUS(kClosed, stream->Append(value.data() + 150000, 150000));
+  // Past max_dirty_bytes_before_sync the append hands over a sync, which
+  // fails; the next append, due to sync as well, waits for it and fails.
+  ASSERT_OK(stream->Append(value.data(), 150000));
+  ASSERT_STATUS(kIOError, stream->Append(value.data() + 150000, 150000));
+  ASSERT_STATUS(kClosed, stream->Finish());
   fs.ClearFaults();
   ASSERT_TRUE(db->Stats().write_error.find("fdatasync") != std::string::npos) << db->Stats().write_error;
   ASSERT_STATUS(kIOError, test::Put(db.get(), Key(101), 1, "refused"));
@@ -224,6 +227,32 @@ TEST(Fault, FailedStreamSyncDisablesWrites) {
   ASSERT_EQ(Read(db.get(), Key(50)), "NOT_FOUND");
   ASSERT_EQ(Read(db.get(), Key(101)), "NOT_FOUND");
   WriteEach(db.get(), Puts(10, 20), &model);
+  model.Verify(db.get());
+}
+
+// A sync handed over by the last append fails Finish: the record is never
+// published, and writes stay disabled until the engine is reopened.
+TEST(Fault, FailedStreamSyncFailsFinish) {
+  FaultInjectingFileSystem fs;
+  TestEngine db(PartitionDir());
+  db.options.fs = &fs;
+  db.options.max_dirty_bytes_before_sync = 100000;
+  ASSERT_OK(db.Open());
+  test::Model model;
+  WriteEach(db.get(), Puts(0, 10), &model);
+  const std::string value = ValueFor(Key(50), 2, 300000);
+  std::unique_ptr<PutStream> stream;
+  ASSERT_OK(test::BeginStream(db.get(), Key(50), test::Ts(2), value.size(), &stream));
+  fs.FailSyncs(true);
+  ASSERT_OK(stream->Append(value.data(), value.size()));
+  ASSERT_STATUS(kIOError, stream->Finish());
+  fs.ClearFaults();
+  ASSERT_EQ(Read(db.get(), Key(50)), "NOT_FOUND");
+  ASSERT_STATUS(kIOError, test::Put(db.get(), Key(101), 1, "refused"));
+  model.Verify(db.get());
+  stream.reset();
+  ASSERT_OK(db.Reopen());
+  ASSERT_EQ(Read(db.get(), Key(50)), "NOT_FOUND");
   model.Verify(db.get());
 }
 
