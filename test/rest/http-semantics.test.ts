@@ -52,6 +52,19 @@ t.test('HTTP semantics of the data API', async (t) => {
     t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-Modified-Since': lastModified })).status, 304);
     const before = new Date(Date.parse(lastModified) - 10_000).toUTCString();
     t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-Modified-Since': before })).status, 200);
+    // The two obsolete forms of an HTTP-date are dates as well (RFC 9110 §5.6.7).
+    const d = new Date(Date.parse(lastModified));
+    const day = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'][d.getUTCDay()];
+    const [, dd, mon, yyyy, time] = lastModified.split(' ');
+    const rfc850 = `${day}, ${dd}-${mon}-${yyyy.slice(2)} ${time} GMT`;
+    const asctime = `${day.slice(0, 3)} ${mon} ${String(d.getUTCDate()).padStart(2, ' ')} ${time} ${yyyy}`;
+    for (const form of [rfc850, asctime]) {
+      t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-Modified-Since': form })).status, 304, form);
+    }
+    // Anything else is no date, and the condition is ignored: not what Date.parse makes of it.
+    for (const junk of ['garbage 2099', '2099-01-01', '4102444800', `${lastModified} x`, lastModified.replace('GMT', 'PST')]) {
+      t.equal((await call(node.url, 'GET', '/data/3', undefined, { 'If-Modified-Since': junk })).status, 200, `If-Modified-Since: ${junk}`);
+    }
     await api.post('/data/3', 'changed');
     const changed = await call(node.url, 'GET', '/data/3', undefined, { 'If-None-Match': etag });
     t.equal(changed.status, 200, 'a new version is sent again');
@@ -79,6 +92,10 @@ t.test('HTTP semantics of the data API', async (t) => {
     const since = new Date(Date.now() - 60_000).toUTCString();
     await api.post('/data/42', 'x');
     statusExt(t, await call(node.url, 'POST', '/data/42', 'y', { 'If-Unmodified-Since': since }), 412, false, /If-Unmodified-Since/);
+    // A field that is no HTTP-date is ignored (RFC 9110 §13.1.4): the write goes ahead.
+    for (const junk of ['1', '2020', 'Mon, 32 Jan 2001 00:00:00 GMT', 'Thu, 01 Jan 1970 00:00:00 UTC']) {
+      statusExt(t, await call(node.url, 'POST', '/data/42', 'z', { 'If-Unmodified-Since': junk }), 201, true, 'Created', `If-Unmodified-Since: ${junk}`);
+    }
   });
 
   t.test('ranges', async (t) => {
@@ -125,6 +142,11 @@ t.test('HTTP semantics of the data API', async (t) => {
     }
     t.equal((await range('bytes=0-9', { 'If-Range': etag })).status, 206, 'If-Range of the current version');
     t.equal((await range('bytes=0-9', { 'If-Range': '"old"' })).status, 200, 'If-Range of another version: the whole value');
+    const lastModified = (await api.get('/data/5')).headers.get('last-modified')!;
+    t.equal((await range('bytes=0-9', { 'If-Range': lastModified })).status, 206, 'If-Range of the Last-Modified date');
+    const later = new Date(Date.parse(lastModified) + 60_000).toUTCString();
+    t.equal((await range('bytes=0-9', { 'If-Range': later })).status, 200, 'If-Range of another date: only an exact match holds');
+    t.equal((await range('bytes=0-9', { 'If-Range': '2099' })).status, 200, 'If-Range that is no date');
     const head = await call(node.url, 'HEAD', '/data/5', undefined, { Range: 'bytes=0-9' });
     t.equal(head.status, 206);
     t.equal(head.headers.get('content-length'), '10');

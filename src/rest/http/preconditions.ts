@@ -12,7 +12,7 @@
 // them out.
 import type { Context } from 'koa';
 import { Version } from '../../model/version';
-import { etagOf, lastModifiedOf, parseEtagList, strongMatch, weakMatch } from './validators';
+import { etagOf, lastModifiedOf, parseEtagList, parseHttpDate, strongMatch, weakMatch } from './validators';
 
 export type Verdict = null | { status: 304 | 412; why: string };
 
@@ -35,8 +35,9 @@ export function evaluate(ctx: Context, current: { version: Version } | null, rea
     if (etag === null) return { status: 412, why: 'If-Match: the key holds no value' };
     if (tags !== '*' && !tags.some((t) => strongMatch(t, etag))) return { status: 412, why: `If-Match: the value's ETag is ${etag}` };
   } else if (h['if-unmodified-since'] !== undefined) {
-    const since = Date.parse(h['if-unmodified-since']);
-    if (!Number.isNaN(since) && modified !== undefined && modified.getTime() > since + 999) {
+    // A field that is no HTTP-date is ignored (RFC 9110 §13.1.4).
+    const since = parseHttpDate(h['if-unmodified-since']);
+    if (since !== undefined && modified !== undefined && modified.getTime() > since + 999) {
       return { status: 412, why: `If-Unmodified-Since: modified ${modified.toUTCString()}` };
     }
   }
@@ -46,9 +47,9 @@ export function evaluate(ctx: Context, current: { version: Version } | null, rea
       return read ? { status: 304, why: 'Not Modified' } : { status: 412, why: tags === '*' ? 'If-None-Match: * but the key holds a value' : `If-None-Match: the value's ETag is ${etag}` };
     }
   } else if (read && h['if-modified-since'] !== undefined) {
-    const since = Date.parse(h['if-modified-since']);
+    const since = parseHttpDate(h['if-modified-since']);
     // HTTP dates have whole seconds, and so do versions' timestamps.
-    if (!Number.isNaN(since) && modified !== undefined && modified.getTime() <= since) return { status: 304, why: 'Not Modified' };
+    if (since !== undefined && modified !== undefined && modified.getTime() <= since) return { status: 304, why: 'Not Modified' };
   }
   return null;
 }

@@ -5,7 +5,7 @@
 // another unit, or an If-Range that no longer matches is ignored (200, the
 // whole value).
 import type { Context } from 'koa';
-import { etagOf, lastModifiedOf, strongMatch } from './validators';
+import { etagOf, lastModifiedOf, parseHttpDate, strongMatch } from './validators';
 import { Version } from '../../model/version';
 
 export type RangeAnswer = { kind: 'whole' } | { kind: 'part'; start: number; end: number } | { kind: 'unsatisfiable' };
@@ -79,7 +79,8 @@ function ifRangeHolds(ctx: Context, version: Version): boolean {
   const ifRange = ctx.get('If-Range');
   if (ifRange === '') return true;
   if (ifRange.includes('"')) return strongMatch(ifRange.trim(), etagOf(version));
-  const date = Date.parse(ifRange);
+  const date = parseHttpDate(ifRange.trim());
   const modified = lastModifiedOf(version);
-  return !Number.isNaN(date) && modified !== undefined && modified.getTime() <= date;
+  // A date holds only if it is the value's Last-Modified exactly (RFC 9110 §13.1.5).
+  return date !== undefined && modified !== undefined && modified.getTime() === date;
 }

@@ -56,6 +56,46 @@ export function lastModifiedOf(v: Version): Date | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d;
 }
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const MONTH = MONTHS.join('|');
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MONTH}) (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-(${MONTH})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) ( \\d|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`);
+
+/**
+ * An HTTP-date (RFC 9110 §5.6.7) in milliseconds since the epoch: the
+ * IMF-fixdate every sender uses, or one of the two obsolete forms a
+ * recipient must still accept; undefined for anything else. Preconditions
+ * with a date that is not one are ignored (§13.1), so nothing more lenient
+ * will do: Date.parse takes "1" for a date in 2001.
+ */
+export function parseHttpDate(text: string): number | undefined {
+  let m = IMF_FIXDATE.exec(text);
+  if (m !== null) return utc(Number(m[3]), m[2], Number(m[1]), m[4], m[5], m[6]);
+  m = RFC850_DATE.exec(text);
+  if (m !== null) {
+    // A two-digit year more than 50 years ahead is the latest past year with those digits.
+    const now = new Date().getUTCFullYear();
+    let year = now - (now % 100) + Number(m[3]);
+    if (year > now + 50) year -= 100;
+    return utc(year, m[2], Number(m[1]), m[4], m[5], m[6]);
+  }
+  m = ASCTIME_DATE.exec(text);
+  if (m !== null) return utc(Number(m[6]), m[1], Number(m[2].trim()), m[3], m[4], m[5]);
+  return undefined;
+}
+
+function utc(year: number, month: string, day: number, hour: string, minute: string, second: string): number | undefined {
+  const [h, min, sec] = [Number(hour), Number(minute), Number(second)];
+  if (h > 23 || min > 59 || sec > 60) return undefined;
+  const d = new Date(0);
+  // Not Date.UTC, which takes years below 100 for 1900 + year.
+  d.setUTCFullYear(year, MONTHS.indexOf(month), day);
+  d.setUTCHours(h, min, Math.min(sec, 59));
+  // A day the month does not have (31 Apr) would roll over into the next.
+  return d.getUTCDate() === day ? d.getTime() : undefined;
+}
+
 /** The entity tags of an If-Match / If-None-Match list, or '*'. Malformed members are dropped. */
 export function parseEtagList(header: string): string[] | '*' {
   if (header.trim() === '*') return '*';
