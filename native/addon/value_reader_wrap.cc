@@ -44,6 +44,13 @@ class ReadOp final : public ReaderOp {
   const size_t n_;
 };
 
+class CheckRestOp final : public ReaderOp {
+ public:
+  CheckRestOp(Napi::Env env, std::shared_ptr<ValueReader> reader) : ReaderOp(env, std::move(reader)) {}
+
+  void Run() override { status_ = reader_->CheckRest(); }
+};
+
 // Sends on its own duplicate of the socket's descriptor: should the socket
 // be closed while the send runs, its number may be reused at once, and the
 // value's bytes must not go to whatever gets it. The duplicate keeps the
@@ -80,6 +87,7 @@ Napi::Function ValueReaderWrap::Define(Napi::Env env) {
                          InstanceAccessor<&ValueReaderWrap::Size>("size"),
                          InstanceMethod<&ValueReaderWrap::Read>("read"),
                          InstanceMethod<&ValueReaderWrap::SendTo>("sendTo"),
+                         InstanceMethod<&ValueReaderWrap::CheckRest>("checkRest"),
                          InstanceMethod<&ValueReaderWrap::Close>("close"),
                      });
 }
@@ -122,6 +130,15 @@ Napi::Value ValueReaderWrap::SendTo(const Napi::CallbackInfo& info) {
   if (!Latin1Arg(info, 3, "prefix", &prefix)) return env.Undefined();
   if (!reader_) return RejectedPromise(env, Status::Closed("the value reader is closed"));
   auto* op = new SendOp(env, reader_, static_cast<int>(fd), offset, n, std::move(prefix));
+  Napi::Promise p = op->promise();
+  op->ScheduleOn(strand_.get());
+  return p;
+}
+
+Napi::Value ValueReaderWrap::CheckRest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!reader_) return RejectedPromise(env, Status::Closed("the value reader is closed"));
+  auto* op = new CheckRestOp(env, reader_);
   Napi::Promise p = op->promise();
   op->ScheduleOn(strand_.get());
   return p;

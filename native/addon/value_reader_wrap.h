@@ -40,6 +40,9 @@ class ValueReaderWrap : public Napi::ObjectWrap<ValueReaderWrap> {
   // prefix's first: fewer than its length + n once the socket's buffer is
   // full. Errors as read's; OYSTER_IO_ERROR when the socket fails.
   Napi::Value SendTo(const Napi::CallbackInfo& info);
+  // checkRest() -> Promise<void>: ValueReader::CheckRest, after the reads
+  // and sends asked before it. Errors as read's.
+  Napi::Value CheckRest(const Napi::CallbackInfo& info);
   // close(): drops the reader, and with it the blob, once the reads under
   // way are done. Idempotent.
   Napi::Value Close(const Napi::CallbackInfo& info);

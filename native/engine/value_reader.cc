@@ -215,6 +215,19 @@ Status ValueReader::SendWindows(uint64_t pos, size_t n, int out_fd, std::string_
   return Status::OK();
 }
 
+Status ValueReader::CheckRest() {
+  if (blocks_ || whole_checked_) return Status::OK();
+  const uint64_t returned = returned_;
+  const uint32_t crc = crc_;
+  Status s = CatchUp(size_);
+  if (s.ok() && crc_ != record_crc_) s = blob_->Damaged("record checksum mismatch", record_at_);
+  if (s.ok()) whole_checked_ = true;
+  // Back to where the caller's reads left off (a failed catch-up started again from the start).
+  returned_ = returned;
+  crc_ = crc;
+  return Counted(s);
+}
+
 Status ValueReader::CheckRange(uint64_t pos, size_t n) const {
   if (pos <= size_ && n <= size_ - pos) return Status::OK();
   return Status::InvalidArgument("bytes [" + std::to_string(pos) + ", " + std::to_string(pos + n) +
@@ -251,7 +264,10 @@ Status ValueReader::ReadInOrder(uint64_t pos, size_t n, char* dst) {
   if (s.ok()) {
     crc_ = crc32c::Extend(crc_, dst, n);
     returned_ += n;
-    if (returned_ == size_ && crc_ != record_crc_) s = blob_->Damaged("record checksum mismatch", record_at_);
+    if (returned_ == size_) {
+      if (crc_ != record_crc_) s = blob_->Damaged("record checksum mismatch", record_at_);
+      else whole_checked_ = true;
+    }
   }
   // A failed read leaves nothing to continue from.
   if (!s.ok()) Restart();

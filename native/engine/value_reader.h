@@ -94,6 +94,17 @@ class ValueReader {
   // send.
   Status SendTo(uint64_t pos, size_t n, int out_fd, std::string_view prefix, size_t* sent);
 
+  // Without block checksums, bytes returned or sent short of the value's end
+  // are never checked by the reads that return them. This reads the rest of
+  // the value (the bytes after the last one returned) into the record CRC
+  // and checks it, leaving the reader where it was: a caller that stops
+  // short of the end calls it before it lets the last of its bytes go. OK at
+  // once with block checksums (each read checked its own) or once the whole
+  // value passed; Corruption and IOError as Read. Cost: the rest of the
+  // value read once per reader (from the value's start if nothing was
+  // returned yet).
+  Status CheckRest();
+
   static constexpr uint64_t kReadAhead = 4 << 20;
   static constexpr size_t kSendWindow = 256 << 10;
   static constexpr size_t kHeadSize = 512;
@@ -146,6 +157,7 @@ class ValueReader {
   uint64_t advised_ = 0;   // value bytes up to here were announced (File::WillNeed)
   uint64_t returned_ = 0;  // without blocks_: value bytes [0, returned_) went into crc_
   uint32_t crc_;
+  bool whole_checked_ = false;  // without blocks_: the record CRC held over the whole value
   bool counted_ = false;   // corruption was counted
 };
 

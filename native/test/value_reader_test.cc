@@ -193,11 +193,42 @@ TEST(ValueReader, LegacyLargeValueCheckedAtItsEnd) {
     ASSERT_EQ(ReadRange(r.get(), 2 * B, B + 77), value.substr(2 * B));  // a jump back to the end
     ASSERT_EQ(ReadRange(r.get(), B, 5), value.substr(B, 5));
     ASSERT_EQ(ReadRange(r.get(), 3 * B, 77), value.substr(3 * B));
+    ASSERT_OK(r->CheckRest());  // the whole value read back: passed
+    // A reader that stops short of the end checks the rest before its last bytes go.
+    std::unique_ptr<ValueReader> ranged = OpenReader(db.get(), key);
+    ASSERT_EQ(ReadRange(ranged.get(), B, 5), value.substr(B, 5));
+    ASSERT_OK(ranged->CheckRest());
+    ASSERT_EQ(ReadRange(ranged.get(), B + 5, 5), value.substr(B + 5, 5));  // where it left off
     test::FlipByte(test::BlobPath(dir, 1), at.entry.offset + RecordHeaderSize(format, 16) + 2 * B + 1);
+    ASSERT_OK(ranged->CheckRest());  // checked once: what it checked was good then
     ASSERT_EQ(ReadRange(r.get(), 0, 2 * B), value.substr(0, 2 * B));
     ASSERT_STATUS(kCorruption, r->Read(2 * B, B + 77, all.data()));
     ASSERT_EQ(CorruptReads(db.get()), 1u);
+    // The damage lies past a range that stops short of it: the range's bytes come back, CheckRest fails.
+    std::unique_ptr<ValueReader> early = OpenReader(db.get(), key);
+    ASSERT_EQ(ReadRange(early.get(), 10, 100), value.substr(10, 100));
+    ASSERT_STATUS(kCorruption, early->CheckRest());
+    ASSERT_STATUS(kCorruption, early->CheckRest());  // and again
+    ASSERT_EQ(ReadRange(early.get(), 110, 100), value.substr(110, 100));  // the position kept
   }
+}
+
+// With block checksums every read checks its own bytes: CheckRest has
+// nothing left to check, whatever lies beyond them.
+TEST(ValueReader, CheckRestWithBlocksChecksNothingMore) {
+  TestEngine db(test::TmpDir() + "/partition");
+  ASSERT_OK(db.Open());
+  const std::string key = Key(1);
+  const std::string value = ValueFor(key, 1, 4 * B);
+  ASSERT_OK(test::Put(db.get(), key, 1, value));
+  RecordLocation at;
+  std::unique_ptr<ValueReader> r = OpenReader(db.get(), key, &at);
+  ASSERT_NE(at.entry.flags & kFlagBlocks, 0u);
+  test::FlipByte(test::BlobPath(db.dir(), 1), at.entry.offset + kHeader + 3 * B + 9);
+  ASSERT_EQ(ReadRange(r.get(), 0, B), value.substr(0, B));
+  ASSERT_OK(r->CheckRest());
+  std::string buf(10, '\0');
+  ASSERT_STATUS(kCorruption, r->Read(3 * B, buf.size(), buf.data()));
 }
 
 // A file cut under an open reader: what is gone fails, nothing is made up.

@@ -28,6 +28,14 @@ export interface ValueReader {
    * does, or when the socket fails.
    */
   sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number>;
+  /**
+   * Resolves once every byte of the value is known to be good: at once where
+   * each read and send checked its own bytes (block checksums); for a value
+   * stored without them, after reading the rest of it into its checksum. A
+   * caller that stops short of the value's end awaits this before the last
+   * of its bytes go out. Rejects as read does.
+   */
+  checkRest(): Promise<void>;
   /** Releases what the reader holds; later reads reject. */
   close(): void;
 }

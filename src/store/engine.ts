@@ -135,6 +135,9 @@ class EngineValueReader implements ValueReader {
   sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number> {
     return settle(() => this.handle.sendTo(fd, offset, n, prefix));
   }
+  checkRest(): Promise<void> {
+    return settle(() => this.handle.checkRest());
+  }
   close(): void {
     this.handle.close();
   }

@@ -180,6 +180,8 @@ export interface NativeValueReader {
   read(offset: number, target: Buffer): Promise<void>;
   /** `prefix` ('latin1'), then value bytes [offset, offset + n), sent to the non-blocking socket `fd`, the value's straight from the blob's file, each window verified first (the prefix leaves with the first); resolves with the bytes sent, prefix first, fewer than its length + n once the socket's buffer is full; rejects as read does, or with OYSTER_IO_ERROR when the socket fails. */
   sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number>;
+  /** Without block checksums: reads the rest of the value into its CRC and checks it, the reader's position kept; resolves at once with block checksums or once the whole value passed; rejects as read does. */
+  checkRest(): Promise<void>;
   /** Releases the record's blob; later reads reject. Idempotent. A reader dropped without close is released when collected. */
   close(): void;
 }

@@ -353,6 +353,7 @@ export class Vdisk {
         // A client that left fails a send: no failure of the engine's.
         sendTo: (fd, offset, n, prefix) =>
           reader.sendTo(fd, offset, n, prefix).catch((err: unknown) => Promise.reject(isConnectionError(err) ? err : this.failure('get', err))),
+        checkRest: () => reader.checkRest().catch((err: unknown) => Promise.reject(this.failure('get', err))),
         close: () => reader.close(),
       },
     };

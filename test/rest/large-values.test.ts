@@ -16,6 +16,7 @@ import path from 'node:path';
 import t, { Test } from 'tap';
 import { recordsIn, flipByte } from '../helpers/blob-files';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
+import { native } from '../../src/store/native';
 import { tempDir } from '../helpers/tmpdir';
 import { Rng } from '../robustness/lib';
 import { call } from './lib/node';
@@ -259,6 +260,72 @@ t.test('a flipped byte inside a large value is never served as the value', async
   t.same(JSON.parse(first.body.toString()).ok, false, 'with a StatusExt body');
   t.match(first.headers.get('content-type') ?? '', /^application\/json/, 'labelled as JSON');
   t.ok((await call(node.url, 'GET', '/data/77', undefined, { Range: `bytes=0-${MiB - 1}` })).body.equals(value.subarray(0, MiB)), 'and the connection serves on');
+  await node.stop();
+});
+
+/**
+ * Rewrites the record of `key` (the last of its blob) as an engine before
+ * block checksums wrote it: no flag 0x04, no checksums after the value, its
+ * CRCs computed again; the blob's index goes, so that the blob is scanned.
+ */
+function makeLegacy(vdiskDir: string, key: Buffer): void {
+  for (const part of fs.readdirSync(vdiskDir)) {
+    for (const f of fs.readdirSync(path.join(vdiskDir, part)).filter((n) => n.endsWith('.blob'))) {
+      const blob = path.join(vdiskDir, part, f);
+      const rec = recordsIn(blob, KEY_SIZE).find((r) => r.key.equals(key));
+      if (!rec) continue;
+      const data = fs.readFileSync(blob);
+      const end = rec.offset + rec.headerSize + rec.valueSize;
+      const record = Buffer.from(data.subarray(rec.offset, end));
+      const k = KEY_SIZE;
+      record[4] = 0;
+      record.writeUInt32LE(native.crc32c(Buffer.concat([record.subarray(0, 36 + k), record.subarray(44 + k)])), 36 + k);
+      record.writeUInt32LE(native.crc32c(record.subarray(0, 40 + k)), 40 + k);
+      fs.writeFileSync(blob, Buffer.concat([data.subarray(0, rec.offset), record]));
+      fs.rmSync(blob.replace(/\.blob$/, '.index'), { force: true });
+      return;
+    }
+  }
+  throw new Error(`no record of ${key.toString('hex')} in ${vdiskDir}`);
+}
+
+t.test('a value without block checksums: a range short of its end is checked whole before its last part', async (t) => {
+  const c = await cluster(t, '64 MiB');
+  let node = await c.start();
+  const size = 3 * MiB + 11;
+  const value = pattern(size, 9);
+  t.equal((await call(node.url, 'POST', '/data/91', value)).status, 201);
+  t.equal(await node.stop(), 0);
+  const vdiskDir = path.join(c.files.disks.n1.disk1, 'bob', String(91 % 2));
+  const key = Buffer.alloc(KEY_SIZE);
+  key.writeUInt8(91, 0);
+  makeLegacy(vdiskDir, key);
+  node = await c.start();
+  t.ok((await call(node.url, 'GET', '/data/91')).body.equals(value), 'read back whole');
+  for (const [from, to] of [[0, 99], [MiB, 2 * MiB + 5], [size - 10, size - 1]]) {
+    const r = await call(node.url, 'GET', '/data/91', undefined, { Range: `bytes=${from}-${to}` });
+    t.equal(r.status, 206, `bytes ${from}-${to}`);
+    t.ok(r.body.equals(value.subarray(from, to + 1)), `bytes ${from}-${to}: byte-exact`);
+  }
+  t.equal(await node.stop(), 0);
+  // A byte past every range asked for below, 2.5 MiB into the value.
+  for (const part of fs.readdirSync(vdiskDir)) {
+    for (const f of fs.readdirSync(path.join(vdiskDir, part)).filter((n) => n.endsWith('.blob'))) {
+      const blob = path.join(vdiskDir, part, f);
+      const rec = recordsIn(blob, KEY_SIZE).find((r) => r.key.equals(key));
+      if (rec) flipByte(blob, rec.offset + rec.headerSize + 2 * MiB + MiB / 2);
+    }
+  }
+  node = await c.start();
+  // One part: checked before any byte leaves, so the error is the answer.
+  const small = await call(node.url, 'GET', '/data/91', undefined, { Range: 'bytes=0-99' });
+  t.equal(small.status, 500, 'a range of one part answers 500');
+  t.same(JSON.parse(small.body.toString()).ok, false, 'with a StatusExt body');
+  // Two parts: the first leaves unchecked, the check before the second fails and the connection closes short.
+  const two = await readAll(node.url, '/data/91', { Range: `bytes=0-${2 * MiB - 1}` });
+  t.ok(two.status >= 500 || two.aborted, `a range of two parts is cut short (${two.status}, ${two.received} bytes)`);
+  t.ok(two.received <= MiB, 'nothing of its last part is sent');
+  t.ok((await call(node.url, 'HEAD', '/data/91')).status === 200, 'HEAD reads no value');
   await node.stop();
 });
 

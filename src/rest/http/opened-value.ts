@@ -14,7 +14,8 @@
 // has received fewer bytes than Content-Length announced and cannot take
 // what it got for the whole value. (A value stored without block checksums,
 // from before they existed, is checked as a whole when its last part is
-// read: the parts before were sent unchecked, and the connection is closed
+// read, and a range short of its end reads the rest before its own last
+// part: the parts before were sent unchecked, and the connection is closed
 // all the same.)
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -88,6 +89,9 @@ export async function sendOpened(
     }
     for (let pos = start; pos <= end; ) {
       const n = Math.min(CHUNK, end + 1 - pos);
+      // A range that stops short of the value's end: a value without block
+      // checksums is checked whole before the range's last part goes out.
+      if (pos + n > end && end + 1 < v.size) await Promise.race([v.reader.checkRest(), gone]);
       let sent = plain ? await Promise.race([v.reader.sendTo(liveFd(res), pos, n, header ?? undefined), gone]) : 0;
       if (header !== null) {
         // The socket took only part of the header (then none of the value).
