@@ -12,6 +12,8 @@ import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
 import { KeyState, Version } from '../model/version';
 import { BlobMetaMsg, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
+import { BodyBudget } from '../rest/body-budget';
+import { receiveWithinBudget } from './receive-budget';
 import { invalidArgument, toStatus } from './status';
 import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
 
@@ -291,15 +293,19 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
 /**
  * A gRPC server with the given services, not listening: the node's serving
  * port (src/link/port.ts) hands it its connections. `maxMessageBytes`: the
- * largest request message accepted (a value plus its envelope).
+ * largest request message accepted (a value plus its envelope); messages
+ * are read within `budget`, each within `receiveTimeoutMs` (receive-budget.ts).
  */
 export function createGrpcServer(
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
   maxMessageBytes: number,
+  budget: BodyBudget,
+  receiveTimeoutMs: number,
 ): grpc.Server {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': -1,
+    interceptors: [receiveWithinBudget(budget, receiveTimeoutMs)],
   });
   for (const s of services) server.addService(tolerantDefinition(s.definition), s.implementation);
   return server;

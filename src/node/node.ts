@@ -265,6 +265,12 @@ export class OysterNode {
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
     this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize });
+    // Values in flight, REST bodies and answers and gRPC messages alike.
+    const bodyBudget = new BodyBudget(
+      node.httpBodyMemoryLimit,
+      (bytes) => this.metrics.restBodyBytes.set(bytes),
+      () => this.metrics.restBodyRefused.inc(),
+    );
     // A gRPC value is held whole: bounded by the REST body limit and by the
     // memory of bodies in flight; 64 KiB covers key, meta and options.
     const maxMessageBytes = Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536);
@@ -287,6 +293,8 @@ export class OysterNode {
         },
       ],
       maxMessageBytes,
+      bodyBudget,
+      node.httpRequestTimeout,
     );
     this.grpc = grpcServer;
     const serving = await ServingPort.start({
@@ -302,11 +310,6 @@ export class OysterNode {
     this.port = serving;
     this.grpcPort = serving.port;
     const where = alienLocation(config, this.topology);
-    const bodyBudget = new BodyBudget(
-      node.httpBodyMemoryLimit,
-      (bytes) => this.metrics.restBodyBytes.set(bytes),
-      () => this.metrics.restBodyRefused.inc(),
-    );
     const app = createRestApp(
       {
         topology: this.topology,

@@ -1,8 +1,9 @@
-// BodyBudget bounds the memory values in flight take over REST, across
-// connections (node.yaml http_body_memory_limit): a body of SMALL_BODY bytes
-// or more held whole holds its bytes, one written as it arrives two windows
-// (middleware/streamed-body.ts), a large value being sent its buffer
-// (http/opened-value.ts) — from the first byte until the response is done.
+// BodyBudget bounds the memory values in flight take over REST and gRPC,
+// across connections (node.yaml http_body_memory_limit): a body of
+// SMALL_BODY bytes or more held whole holds its bytes, one written as it
+// arrives two windows (middleware/streamed-body.ts), a large value being
+// sent its buffer (http/opened-value.ts), a gRPC request message its length
+// (../grpc/receive-budget.ts) — from the first byte until the response is done.
 // What does not fit waits, in order of arrival, and is refused with 503 and
 // Retry-After if it still does not fit after MAX_WAIT_MS, unread. Nothing
 // larger than the budget is ever held whole (StreamedBody.whole refuses it),

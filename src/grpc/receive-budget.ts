@@ -1,0 +1,75 @@
+// gRPC request messages within the node's memory for values in flight
+// (http_body_memory_limit, ../rest/body-budget.ts), as REST bodies are:
+// grpc-js holds a request's message whole before the call sees it, so a
+// message of SMALL_BODY bytes or more is read only once the budget has
+// room for its length, which its first bytes give (the gRPC frame prefix:
+// a flag byte, then the length, u32 big-endian). Until then the call's
+// HTTP/2 stream stays paused, and flow control holds the client back after
+// one window (64 KiB). The room is given back when the call ends. A message
+// that finds no room within the budget's wait is refused with
+// RESOURCE_EXHAUSTED, unread; one that does not arrive whole within
+// `receiveTimeoutMs` of being let in (http_request_timeout) ends its call
+// with DEADLINE_EXCEEDED, so that a client that stalls mid-message does not
+// keep its room. Calls with a stream of requests are not gated here (their
+// messages are bounded per message only).
+import http2, { type Http2Stream } from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
+import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
+
+const PREFIX = 5;
+
+export function receiveWithinBudget(budget: BodyBudget, receiveTimeoutMs: number): grpc.ServerInterceptor {
+  return (method, call) => {
+    // grpc-js's own call at the end of the chain holds the stream; it keeps it paused until the call asks to read.
+    const stream = (call as unknown as { stream?: Http2Stream }).stream;
+    if (!method.requestStream && stream !== undefined && typeof stream.pause === 'function') gate(stream, call, budget, receiveTimeoutMs);
+    // grpc-js passes each interceptor's call on through the interface alone:
+    // the call itself, without a layer that forwards every event, costs nothing more per call.
+    return call as grpc.ServerInterceptingCall;
+  };
+}
+
+// Reads the message's length from its first bytes; from SMALL_BODY on, keeps
+// the stream paused until the budget has room for it. The room goes back as
+// the stream closes, the call over.
+function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, budget: BodyBudget, receiveTimeoutMs: number): void {
+  let head: Buffer | null = null;
+  const onData = (chunk: Buffer) => {
+    head = head === null ? chunk : Buffer.concat([head, chunk]);
+    if (head.length < PREFIX) return;
+    stream.off('data', onData);
+    const size = head.readUInt32BE(1);
+    head = null;
+    if (size < SMALL_BODY) return;
+    stream.pause();
+    void budget.take(size).then((ok) => {
+      if (stream.closed || stream.destroyed) {
+        if (ok) budget.give(size);
+        return;
+      }
+      if (!ok) {
+        refuse(stream, call, grpc.status.RESOURCE_EXHAUSTED, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
+        return;
+      }
+      // The whole message is in once the client has sent all it will (a unary call sends one).
+      const timer = setTimeout(
+        () => refuse(stream, call, grpc.status.DEADLINE_EXCEEDED, `the request message of ${size} bytes did not arrive within http_request_timeout (${receiveTimeoutMs} ms)`),
+        receiveTimeoutMs,
+      );
+      stream.once('end', () => clearTimeout(timer));
+      stream.once('close', () => {
+        clearTimeout(timer);
+        budget.give(size);
+      });
+      stream.resume();
+    });
+  };
+  stream.on('data', onData);
+}
+
+// Ends the call with `code` and resets its stream: the rest of the message
+// is never read, and a client that keeps its side open holds nothing.
+function refuse(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, code: grpc.status, details: string): void {
+  call.sendStatus({ code, details });
+  stream.close(http2.constants.NGHTTP2_CANCEL);
+}
