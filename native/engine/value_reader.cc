@@ -220,12 +220,17 @@ Status ValueReader::CheckRest() {
   const uint64_t returned = returned_;
   const uint32_t crc = crc_;
   Status s = CatchUp(size_);
-  if (s.ok() && crc_ != record_crc_) s = blob_->Damaged("record checksum mismatch", record_at_);
-  if (s.ok()) whole_checked_ = true;
+  if (s.ok()) s = CheckWholeCrc();
   // Back to where the caller's reads left off (a failed catch-up started again from the start).
   returned_ = returned;
   crc_ = crc;
   return Counted(s);
+}
+
+Status ValueReader::CheckWholeCrc() {
+  if (crc_ != record_crc_) return blob_->Damaged("record checksum mismatch", record_at_);
+  whole_checked_ = true;
+  return Status::OK();
 }
 
 Status ValueReader::CheckRange(uint64_t pos, size_t n) const {
@@ -264,10 +269,7 @@ Status ValueReader::ReadInOrder(uint64_t pos, size_t n, char* dst) {
   if (s.ok()) {
     crc_ = crc32c::Extend(crc_, dst, n);
     returned_ += n;
-    if (returned_ == size_) {
-      if (crc_ != record_crc_) s = blob_->Damaged("record checksum mismatch", record_at_);
-      else whole_checked_ = true;
-    }
+    if (returned_ == size_) s = CheckWholeCrc();
   }
   // A failed read leaves nothing to continue from.
   if (!s.ok()) Restart();

@@ -137,6 +137,9 @@ class ValueReader {
   // Without blocks_: takes the bytes between the last byte returned and
   // pos into the CRC (from the value's start if pos comes before it).
   Status CatchUp(uint64_t pos);
+  // Without blocks_, with the whole value taken into crc_: Corruption unless
+  // it is the record's CRC; else the value is known good from now on.
+  Status CheckWholeCrc();
   // Reads value bytes [pos, pos + n) as they are; Corruption if the file ends first.
   Status ReadRaw(uint64_t pos, size_t n, char* dst);
   // Forgets the bytes returned: the next read starts from the value's start.
