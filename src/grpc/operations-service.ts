@@ -9,7 +9,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { isOysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
-import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
+import { ExistAnswer, GetSource, LocalNodeApi } from '../model/node-api';
+import { isOpened, OpenedValue } from '../model/value';
+import { BodyBudget } from '../rest/body-budget';
+import { readWithinBudget } from './answer-budget';
 import { StoredRecord, Version } from '../model/version';
 import { newResult, setVersion } from './operation-codec';
 import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
@@ -40,8 +43,10 @@ export interface OperationsCall {
 }
 
 export interface OperationsParts extends CallParts {
-  local: NodeApi;
+  local: LocalNodeApi;
   keySize: number;
+  /** What results with large values are read within (answer-budget.ts). */
+  budget: BodyBudget;
 }
 
 const SOURCES: Record<number, GetSource> = { 0: 'all', 1: 'normal', 2: 'alien' };
@@ -99,10 +104,12 @@ function failedResult(parts: OperationsParts, id: number, err: unknown): ResultM
 /**
  * Runs one operation on this node's storage and hands its result, failures
  * included, to `answer`: at once when the storage answered at once (a read
- * from memory), otherwise in the one reaction to the storage's promise.
+ * from memory), otherwise in the one reaction to the storage's promise. A
+ * large value is read whole within the budget, and its result comes with
+ * the function that gives its room back, for once it has left.
  */
-function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg) => void): void {
-  const { local, keySize } = parts;
+function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, give?: () => void) => void): void {
+  const { local, keySize, budget } = parts;
   const id = op.id;
   const failed = (err: unknown) => answer(failedResult(parts, id, err));
   const done = () => answer(newResult(id));
@@ -123,9 +130,16 @@ function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg) =>
       case OperationKind.PUT:
         local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []).then(done, failed);
         break;
-      case OperationKind.GET:
-        settle(local.get(oneKey(op, keySize), sourceOf(op)), (r) => recordResult(id, r));
+      case OperationKind.GET: {
+        const record = (r: StoredRecord | OpenedValue | null) => {
+          if (!isOpened(r)) return answer(recordResult(id, r));
+          readWithinBudget(r, budget).then((held) => answer(recordResult(id, held.record), held.give), failed);
+        };
+        const r = local.get(oneKey(op, keySize), sourceOf(op), true);
+        if (r instanceof Promise) r.then(record, failed);
+        else record(r);
         break;
+      }
       case OperationKind.EXIST:
         settle(
           local.exist(
@@ -170,11 +184,24 @@ export class OperationsEndpoint {
     let done = false;
     let paused = false;
     let out: ResultMsg[] = [];
+    // The rooms in the budget that results with large values hold: those in
+    // `out`, then those of the batch being written, given back once it has left.
+    let holding: Array<() => void> = [];
+    let sending: Array<() => void> = [];
+    const giveBack = (gives: Array<() => void>) => {
+      for (const give of gives) give();
+    };
+    const over = () => {
+      done = true;
+      this.open.delete(close);
+      giveBack(holding.concat(sending));
+      holding = [];
+      sending = [];
+    };
     let flushing = false;
     const finish = (status: Partial<grpc.StatusObject> | null) => {
       if (done) return;
-      done = true;
-      this.open.delete(close);
+      over();
       onAnswer?.('Operations', grpc.status[status?.code ?? grpc.status.OK]);
       if (status) call.emit('error', status);
       else call.end();
@@ -184,6 +211,8 @@ export class OperationsEndpoint {
       if (done || call.cancelled) return;
       const results = out;
       out = [];
+      sending = holding;
+      holding = [];
       inFlight -= results.length;
       const more = results.length === 0 || call.write({ results });
       if (paused && inFlight < MAX_IN_FLIGHT / 2) {
@@ -193,12 +222,22 @@ export class OperationsEndpoint {
       if (!more) {
         // The peer reads slowly: no more results until it took these.
         flushing = true;
-        call.once('drain', flush);
+        call.once('drain', () => {
+          giveBack(sending);
+          sending = [];
+          flush();
+        });
         return;
       }
+      giveBack(sending);
+      sending = [];
       if ((ended || closing) && inFlight === 0) finish(null);
     };
-    const answer = (r: ResultMsg) => {
+    const answer = (r: ResultMsg, give?: () => void) => {
+      if (give !== undefined) {
+        if (done) give();
+        else holding.push(give);
+      }
       out.push(r);
       if (!flushing) {
         flushing = true;
@@ -242,9 +281,6 @@ export class OperationsEndpoint {
       ended = true;
       if (inFlight === 0 && !flushing) finish(null);
     });
-    call.on('cancelled', () => {
-      done = true;
-      this.open.delete(close);
-    });
+    call.on('cancelled', over);
   };
 }

@@ -15,14 +15,15 @@
 import http2, { type Http2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
+import { callStream } from './call-stream';
 
 const PREFIX = 5;
 
 export function receiveWithinBudget(budget: BodyBudget, receiveTimeoutMs: number): grpc.ServerInterceptor {
   return (method, call) => {
     // grpc-js's own call at the end of the chain holds the stream; it keeps it paused until the call asks to read.
-    const stream = (call as unknown as { stream?: Http2Stream }).stream;
-    if (!method.requestStream && stream !== undefined && typeof stream.pause === 'function') gate(stream, call, budget, receiveTimeoutMs);
+    const stream = callStream(call);
+    if (!method.requestStream && stream !== undefined) gate(stream, call, budget, receiveTimeoutMs);
     // grpc-js passes each interceptor's call on through the interface alone:
     // the call itself, without a layer that forwards every event, costs nothing more per call.
     return call as grpc.ServerInterceptingCall;

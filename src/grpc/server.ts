@@ -7,14 +7,16 @@ import { AuthError, Authenticator } from '../auth/authenticator';
 import { GRPC_PERMISSION } from '../auth/permissions';
 import { Permission } from '../model/permission';
 import { DataApi } from '../model/data-api';
-import { GetSource, NodeApi } from '../model/node-api';
+import { GetSource, LocalNodeApi } from '../model/node-api';
+import { isOpened, OpenedValue } from '../model/value';
 import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
-import { KeyState, Version } from '../model/version';
+import { KeyState, StoredRecord, StoredValue, Version } from '../model/version';
 import { BlobMetaMsg, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
 import { BodyBudget } from '../rest/body-budget';
+import { holdUntilSent, readWithinBudget } from './answer-budget';
 import { receiveWithinBudget } from './receive-budget';
-import { invalidArgument, toStatus } from './status';
+import { invalidArgument, StatusError, toStatus } from './status';
 import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
 
 /** What every service's calls need: credentials, logs, metrics. */
@@ -26,8 +28,11 @@ export interface CallParts {
 }
 
 export interface BobServiceParts extends CallParts {
-  local: NodeApi;
+  local: LocalNodeApi;
   grinder: DataApi;
+  /** What answers of large values are read within (answer-budget.ts), and how long one may take to leave. */
+  budget: BodyBudget;
+  sendTimeoutMs: number;
   /** A peer's Ping named it: it is up (bob's link manager learns of peers that way too). */
   heardFrom(node: string): void;
   keySize: number;
@@ -108,16 +113,6 @@ function tolerantDefinition(definition: grpc.ServiceDefinition): grpc.ServiceDef
 
 type Handler<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>) => Promise<{ value: Res }>;
 
-/** A request refused for its credentials. */
-class Refused extends Error {
-  constructor(
-    readonly code: grpc.status,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /** Checks the caller's credentials against what the method needs (Ping needs nothing). */
 export async function authorizeCall(auth: Authenticator, name: string, call: { metadata: grpc.Metadata; getPeer(): string }): Promise<void> {
   const need = GRPC_PERMISSION[name] ?? 0;
@@ -130,16 +125,16 @@ export async function authorizeCall(auth: Authenticator, name: string, call: { m
     permissions = id.permissions;
   } catch (err) {
     if (!(err instanceof AuthError)) throw err;
-    throw new Refused(err.status === 400 ? grpc.status.INVALID_ARGUMENT : grpc.status.UNAUTHENTICATED, err.message);
+    throw new StatusError(err.status === 400 ? grpc.status.INVALID_ARGUMENT : grpc.status.UNAUTHENTICATED, err.message);
   }
   if ((permissions & need) !== need) {
-    throw new Refused(grpc.status.PERMISSION_DENIED, `${need === Permission.write ? 'WRITE' : 'READ'} permission required`);
+    throw new StatusError(grpc.status.PERMISSION_DENIED, `${need === Permission.write ? 'WRITE' : 'READ'} permission required`);
   }
 }
 
 /** The status a handler's failure is answered with; an unexpected one is logged. */
 export function failureStatus(err: unknown, name: string, log: Logger): Partial<grpc.StatusObject> {
-  if (err instanceof Refused) return { code: err.code, details: err.message };
+  if (err instanceof StatusError) return { code: err.code, details: err.message };
   if (err instanceof BadRequest) return invalidArgument(err.message);
   if (err instanceof NotFound) return { code: grpc.status.NOT_FOUND, details: err.message };
   const status = toStatus(err);
@@ -226,7 +221,14 @@ export function serverStream<Req, Res>(
 }
 
 export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplementation {
-  const { local, grinder, heardFrom, keySize } = parts;
+  const { local, grinder, heardFrom, keySize, budget, sendTimeoutMs } = parts;
+  // A value left opened is read whole within the budget, and holds its room until the answer has left.
+  const whole = async <R extends StoredRecord | null>(call: object, r: R | OpenedValue): Promise<R | StoredValue> => {
+    if (!isOpened(r)) return r;
+    const held = await readWithinBudget(r, budget);
+    holdUntilSent(call, held, sendTimeoutMs);
+    return held.record;
+  };
   return {
     Put: unary<PutRequestMsg, object>(parts, 'Put', async (call) => {
       const req = call.request;
@@ -244,13 +246,13 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
       const k = key(req.key, keySize, 'Key is mandatory');
       const src = source(req.options);
       if (req.options?.force_node) {
-        const r = await local.get(k, src);
+        const r = await whole(call, await local.get(k, src, true));
         if (r?.kind === 'found') return { value: { data: r.value, meta: versionMeta(r.version) } };
         // An Oyster peer learns of the tombstone; for bob's clients a deleted key is not found.
         if (r?.kind === 'deleted' && req.options.oyster_versions) return { value: { data: Buffer.alloc(0), meta: versionMeta(r.version, true) } };
         throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
       }
-      const r = await grinder.get(k);
+      const r = await whole(call, await grinder.get(k, true));
       if (!r) throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
       return { value: { data: r.value, meta: versionMeta(r.version) } };
     }),

@@ -40,6 +40,16 @@ export function toStatus(err: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: `Internal ${err instanceof Error ? err.message : String(err)}` };
 }
 
+/** A call ended with a status of its own (a refusal), answered as it is. */
+export class StatusError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export function invalidArgument(details: string): Partial<grpc.StatusObject> {
   return { code: grpc.status.INVALID_ARGUMENT, details };
 }

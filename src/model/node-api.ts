@@ -25,6 +25,7 @@
 // that failed its checksum, a peer unreachable): null is an answer only from
 // a node that looked everywhere the newest record could be.
 import { MaybePromise } from './maybe-promise';
+import { OpenedValue } from './value';
 import { KeyState, StoredRecord, Version } from './version';
 
 /**
@@ -90,4 +91,14 @@ export interface NodeApi {
    * `forceAlienNodes` in any case (they missed the delete).
    */
   delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void>;
+}
+
+/**
+ * This node's own storage, as the peers' requests reach it: get() may leave
+ * a value too large to hold whole opened, to be read in parts (or read
+ * whole within the memory for values in flight, src/grpc/answer-budget.ts).
+ */
+export interface LocalNodeApi extends NodeApi {
+  get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
+  get(key: Buffer, source: GetSource, open: boolean): MaybePromise<StoredRecord | OpenedValue | null>;
 }

@@ -264,13 +264,13 @@ export class OysterNode {
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
-    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize });
     // Values in flight, REST bodies and answers and gRPC messages alike.
     const bodyBudget = new BodyBudget(
       node.httpBodyMemoryLimit,
       (bytes) => this.metrics.restBodyBytes.set(bytes),
       () => this.metrics.restBodyRefused.inc(),
     );
+    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize, budget: bodyBudget });
     // A gRPC value is held whole: bounded by the REST body limit and by the
     // memory of bodies in flight; 64 KiB covers key, meta and options.
     const maxMessageBytes = Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536);
@@ -285,6 +285,8 @@ export class OysterNode {
             grinder: instrumentData(grinder, this.metrics, 'grpc'),
             heardFrom: (peer) => this.links.heardFrom(peer),
             keySize: config.cluster.keySize,
+            budget: bodyBudget,
+            sendTimeoutMs: node.httpRequestTimeout,
           }),
         },
         {

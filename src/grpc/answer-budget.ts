@@ -1,0 +1,77 @@
+// gRPC answers of large values within the node's memory for values in flight
+// (http_body_memory_limit, ../rest/body-budget.ts), as REST's answers are:
+// a gRPC answer carries its value in one message, which grpc-js builds
+// whole, so a value the store leaves opened (over 64 KiB) is read only once
+// the budget has room for its size, and holds that room until its answer
+// has left. A value larger than the whole budget is never read for gRPC
+// (REST reads it in parts). What finds no room within the budget's wait is
+// refused with RESOURCE_EXHAUSTED, unread.
+import http2 from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
+import { OpenedValue } from '../model/value';
+import { StoredValue } from '../model/version';
+import { BodyBudget } from '../rest/body-budget';
+import { callStream } from './call-stream';
+import { StatusError } from './status';
+
+/** A value read whole for an answer, and the room it holds in the budget until give() (once; later calls do nothing). */
+export interface HeldValue {
+  record: StoredValue;
+  give(): void;
+}
+
+/**
+ * Reads `v` whole within `budget`, closing its reader. Rejects with
+ * StatusError(RESOURCE_EXHAUSTED) when the value is larger than the budget
+ * or no room came within its wait, and as the reader does when the read
+ * fails; nothing is held then.
+ */
+export async function readWithinBudget(v: OpenedValue, budget: BodyBudget): Promise<HeldValue> {
+  try {
+    if (v.size > budget.limit) {
+      throw new StatusError(
+        grpc.status.RESOURCE_EXHAUSTED,
+        `a value of ${v.size} bytes is larger than http_body_memory_limit (${budget.limit}): a gRPC answer holds it whole; read it over REST`,
+      );
+    }
+    if (!(await budget.take(v.size))) {
+      throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
+    }
+    let held = true;
+    const give = () => {
+      if (!held) return;
+      held = false;
+      budget.give(v.size);
+    };
+    try {
+      const value = Buffer.allocUnsafe(v.size);
+      await v.reader.read(0, value);
+      return { record: { kind: 'found', version: v.version, value }, give };
+    } catch (err) {
+      give();
+      throw err;
+    }
+  } finally {
+    v.reader.close();
+  }
+}
+
+/**
+ * Gives `held` back once the answer of `call` (a handler's call, or
+ * grpc-js's own) has left: its HTTP/2 stream closed. A client that has not
+ * taken the whole answer within `sendTimeoutMs` (http_request_timeout) has
+ * its stream reset, which gives the room back too.
+ */
+export function holdUntilSent(call: object, held: HeldValue, sendTimeoutMs: number): void {
+  const stream = callStream(call);
+  if (stream === undefined || stream.closed || stream.destroyed) {
+    // Nothing to watch: the answer is built and handed over by the time this runs.
+    setImmediate(held.give);
+    return;
+  }
+  const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), sendTimeoutMs);
+  stream.once('close', () => {
+    clearTimeout(timer);
+    held.give();
+  });
+}
