@@ -11,7 +11,7 @@ import { GetSource, LocalNodeApi } from '../model/node-api';
 import { isOpened, OpenedValue } from '../model/value';
 import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
-import { KeyState, StoredRecord, StoredValue, Version } from '../model/version';
+import { KeyState, StoredValue, Version } from '../model/version';
 import { BlobMetaMsg, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
 import { BodyBudget } from '../rest/body-budget';
 import { holdUntilSent, readWithinBudget } from './answer-budget';
@@ -223,8 +223,7 @@ export function serverStream<Req, Res>(
 export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplementation {
   const { local, grinder, heardFrom, keySize, budget, sendTimeoutMs } = parts;
   // A value left opened is read whole within the budget, and holds its room until the answer has left.
-  const whole = async <R extends StoredRecord | null>(call: object, r: R | OpenedValue): Promise<R | StoredValue> => {
-    if (!isOpened(r)) return r;
+  const whole = async (call: object, r: OpenedValue): Promise<StoredValue> => {
     const held = await readWithinBudget(r, budget);
     holdUntilSent(call, held, sendTimeoutMs);
     return held.record;
@@ -246,13 +245,15 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
       const k = key(req.key, keySize, 'Key is mandatory');
       const src = source(req.options);
       if (req.options?.force_node) {
-        const r = await whole(call, await local.get(k, src, true));
+        let r = await local.get(k, src, true);
+        if (isOpened(r)) r = await whole(call, r);
         if (r?.kind === 'found') return { value: { data: r.value, meta: versionMeta(r.version) } };
         // An Oyster peer learns of the tombstone; for bob's clients a deleted key is not found.
         if (r?.kind === 'deleted' && req.options.oyster_versions) return { value: { data: Buffer.alloc(0), meta: versionMeta(r.version, true) } };
         throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
       }
-      const r = await whole(call, await grinder.get(k, true));
+      let r = await grinder.get(k, true);
+      if (isOpened(r)) r = await whole(call, r);
       if (!r) throw new NotFound(`KeyNotFound ${keyToHex(k)}`);
       return { value: { data: r.value, meta: versionMeta(r.version) } };
     }),
