@@ -42,7 +42,10 @@ async function main(): Promise<void> {
       policy: 'quorum',
       clock: node.clock,
       isAvailable: () => true,
-      repair: new ReadRepair({ node: () => store, maxInFlight: 64, log: silentLogger, onRepair: () => undefined }),
+      repair: new ReadRepair({ node: () => store, load: async (key) => {
+          const r = await store.get(key, 'normal');
+          return r && { record: r, give: () => undefined };
+        }, maxInFlight: 64, log: silentLogger, onRepair: () => undefined }),
       log: silentLogger,
       onUnanswered: () => undefined,
     });

@@ -26,7 +26,7 @@ import { groupByVdisk, keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { compareRecords, KeyState, StoredRecord, StoredTombstone, StoredValue, Version } from '../model/version';
-import { IncomingValue, isIncoming, OpenedValue } from '../model/value';
+import { IncomingValue, isIncoming, isOpened, OpenedValue } from '../model/value';
 import { DataApi } from '../model/data-api';
 import { mapAnswer, MaybePromise } from '../model/maybe-promise';
 import { NodeStore } from '../store/node-store';
@@ -225,13 +225,13 @@ export class Grinder implements DataApi {
     // are asked below, with this answer in hand).
     if (targets.length === 1 && targets[0] === this.topology.self.name && !localAliens) {
       const own = this.parts.local.get(key, 'normal', open);
-      if (!(own instanceof Promise)) return own !== null ? this.answer(own) : this.gather(key, vdisk, targets, localAliens, Promise.resolve(own));
+      if (!(own instanceof Promise)) return own !== null ? this.answer(own) : this.gather(key, vdisk, targets, localAliens, Promise.resolve(own), open);
       // A failed read is asked again below, with the other places (an
       // answer that reaches gather is null or a failure: nothing opened).
-      const again = () => this.gather(key, vdisk, targets, localAliens, own as Promise<StoredRecord | null>);
+      const again = () => this.gather(key, vdisk, targets, localAliens, own as Promise<StoredRecord | null>, open);
       return own.then((r) => (r !== null ? this.answer(r) : again()), again);
     }
-    return this.gather(key, vdisk, targets, localAliens, null);
+    return this.gather(key, vdisk, targets, localAliens, null, open);
   }
 
   /** The newest record in hand is the answer: the clock follows it. */
@@ -240,14 +240,21 @@ export class Grinder implements DataApi {
     return record.kind === 'found' ? (record as Exclude<R, StoredTombstone>) : null;
   }
 
-  /** get() over the replicas and alien copies; `own` is this node's answer when it was asked already. */
+  /**
+   * get() over the replicas and alien copies; `own` is this node's answer
+   * when it was asked already. With `open`, this node's replica, when it is
+   * the one asked for the record, may leave a large value opened: it is
+   * the answer if it is the newest (the caller closes it), closed here if
+   * not.
+   */
   private async gather(
     key: Buffer,
     vdisk: number,
     targets: string[],
     localAliens: boolean,
     own: Promise<StoredRecord | null> | null,
-  ): Promise<StoredValue | null> {
+    open: boolean,
+  ): Promise<StoredValue | OpenedValue | null> {
     const self = this.topology.self.name;
     // Versions first: one replica — this node when it is one — is asked for
     // the record, the others for its version; peers known to be down are
@@ -258,35 +265,56 @@ export class Grinder implements DataApi {
       up.map((n) => ({
         node: n,
         weight: this.topology.replicasOn(vdisk, n).length,
-        done: n === primary ? (n === self && own) || this.node(n).get(key, 'normal') : mapAnswer(this.node(n).exist([key], 'normal'), (a) => a[0]),
+        done:
+          n !== primary
+            ? mapAnswer(this.node(n).exist([key], 'normal'), (a) => a[0])
+            : n === self
+              ? (own ?? this.parts.local.get(key, 'normal', open))
+              : this.node(n).get(key, 'normal'),
       })),
     );
     const aliensHere: Promise<StoredRecord | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien')).catch(() => null) : null;
-    await replicas.until(this.readQuorum(vdisk, up));
-    if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
+    let record: StoredRecord | OpenedValue | null = null;
+    try {
+      await replicas.until(this.readQuorum(vdisk, up));
+      if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
+      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere);
+    } finally {
+      // Once every replica answered: opened values that are not the answer
+      // are closed, and read repair looks at every answer, the slow ones too.
+      const settled = () => {
+        for (const a of replicas.answers()) if (isOpened(a.value) && a.value !== record) a.value.reader.close();
+        if (record !== null) this.repairStale(key, record, replicas);
+      };
+      if (replicas.complete) settled();
+      else void replicas.all().then(settled);
+    }
+    if (record !== null) this.clock.observe(record.version);
+    return record?.kind === 'found' ? record : null;
+  }
 
+  /** The newest of the answers in hand, the alien copies' and bob peers' records added, with its value. */
+  private async newest(
+    key: Buffer,
+    primary: string,
+    missing: boolean,
+    replicas: Gathering<ReplicaAnswer>,
+    aliensHere: Promise<StoredRecord | null> | null,
+  ): Promise<StoredRecord | OpenedValue | null> {
     // Records in hand first: of equal versions, the one with its value is kept.
     const answers = replicas.answers();
     let newest: ReplicaAnswer = aliensHere ? await aliensHere : null;
     for (const a of answers) if (a.node === primary) newest = newerAnswer(newest, a.value);
     for (const a of answers) if (a.node !== primary) newest = newerAnswer(newest, a.value);
     // A replica misses a write only when it failed, and then an alien copy exists.
-    const missing = up.length < targets.length || replicas.failures().length > 0;
-    if (this.parts.policy === 'quorum' && (missing || newest === null)) {
+    if (this.parts.policy === 'quorum' && (missing || replicas.failures().length > 0 || newest === null)) {
       for (const r of await this.aliensElsewhere(key)) newest = newerAnswer(r, newest);
     }
     // Answers of bob peers carry no version: their records are fetched.
     for (const a of answers) {
       if (a.value !== null && a.value.version === null) newest = newerAnswer(await Promise.resolve(this.node(a.node).get(key, 'normal')).catch(() => null), newest);
     }
-    const record = await this.withValue(key, newest, answers);
-    if (record !== null) {
-      this.clock.observe(record.version);
-      // Read repair looks at every answer: the slow ones too, once they come.
-      if (replicas.complete) this.repairStale(key, record, replicas);
-      else void replicas.all().then(() => this.repairStale(key, record, replicas));
-    }
-    return record?.kind === 'found' ? record : null;
+    return this.withValue(key, newest, answers);
   }
 
   /**
@@ -312,9 +340,9 @@ export class Grinder implements DataApi {
    * else fetched from a replica that reported that version (or a newer one,
    * if a write came meanwhile).
    */
-  private async withValue(key: Buffer, newest: ReplicaAnswer, answers: Array<{ node: string; value: ReplicaAnswer }>): Promise<StoredRecord | null> {
+  private async withValue(key: Buffer, newest: ReplicaAnswer, answers: Array<{ node: string; value: ReplicaAnswer }>): Promise<StoredRecord | OpenedValue | null> {
     if (newest === null || newest.version === null) return null;
-    if (newest.kind === 'deleted' || 'value' in newest) return newest as StoredRecord;
+    if (newest.kind === 'deleted' || 'value' in newest || isOpened(newest)) return newest as StoredRecord | OpenedValue;
     const want = newest as KeyState;
     let lastError: unknown = null;
     for (const a of answers) {
@@ -330,7 +358,7 @@ export class Grinder implements DataApi {
   }
 
   /** Read repair: the replicas that answered with an older record get the newest. */
-  private repairStale(key: Buffer, record: StoredRecord, replicas: Gathering<ReplicaAnswer>): void {
+  private repairStale(key: Buffer, record: StoredRecord | OpenedValue, replicas: Gathering<ReplicaAnswer>): void {
     const stale = replicas
       .answers()
       .filter((a) => a.value === null || (a.value.version !== null && compareRecords(a.value as KeyState, record) < 0))
@@ -431,7 +459,7 @@ export class Grinder implements DataApi {
 }
 
 /** A replica's answer to a read: its record (the replica asked for it) or its version only. */
-type ReplicaAnswer = StoredRecord | ExistAnswer;
+type ReplicaAnswer = StoredRecord | OpenedValue | ExistAnswer;
 
 /**
  * The newer of two answers; of equal ones, the first. An answer without a

@@ -20,6 +20,8 @@ import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { OperationsEndpoint } from '../grpc/operations-service';
 import { bobService, createGrpcServer } from '../grpc/server';
+import { readWithinBudget } from '../grpc/answer-budget';
+import { isOpened } from '../model/value';
 import { ServingPort } from '../link/port';
 import { parseHostPort } from '../config/address';
 import { LoadedConfig } from '../config/load';
@@ -240,6 +242,12 @@ export class OysterNode {
     const cluster = this.logPart('cluster');
     await this.store.start();
     this.bobMetrics.start();
+    // Values in flight, REST bodies and answers and gRPC messages alike.
+    const bodyBudget = new BodyBudget(
+      node.httpBodyMemoryLimit,
+      (bytes) => this.metrics.restBodyBytes.set(bytes),
+      () => this.metrics.restBodyRefused.inc(),
+    );
     const grinder = new Grinder({
       topology: this.topology,
       local: this.store,
@@ -252,6 +260,11 @@ export class OysterNode {
       repair: new ReadRepair({
         node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
         maxInFlight: 64,
+        load: async (key) => {
+          const r = await this.store.get(key, 'normal', true);
+          if (r === null) return null;
+          return isOpened(r) ? readWithinBudget(r, bodyBudget) : { record: r, give: () => undefined };
+        },
         log: cluster,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
       }),
@@ -264,12 +277,6 @@ export class OysterNode {
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
-    // Values in flight, REST bodies and answers and gRPC messages alike.
-    const bodyBudget = new BodyBudget(
-      node.httpBodyMemoryLimit,
-      (bytes) => this.metrics.restBodyBytes.set(bytes),
-      () => this.metrics.restBodyRefused.inc(),
-    );
     this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize, budget: bodyBudget });
     // A gRPC value is held whole: bounded by the REST body limit and by the
     // memory of bodies in flight; 64 KiB covers key, meta and options.
