@@ -242,10 +242,10 @@ export class Grinder implements DataApi {
 
   /**
    * get() over the replicas and alien copies; `own` is this node's answer
-   * when it was asked already. With `open`, this node's replica, when it is
-   * the one asked for the record, may leave a large value opened: it is
-   * the answer if it is the newest (the caller closes it), closed here if
-   * not.
+   * when it was asked already. With `open`, the replica asked for the
+   * record (this node's or an Oyster peer's) may leave a large value
+   * opened: it is the answer if it is the newest (the caller closes it),
+   * closed here if not.
    */
   private async gather(
     key: Buffer,
@@ -265,12 +265,7 @@ export class Grinder implements DataApi {
       up.map((n) => ({
         node: n,
         weight: this.topology.replicasOn(vdisk, n).length,
-        done:
-          n !== primary
-            ? mapAnswer(this.node(n).exist([key], 'normal'), (a) => a[0])
-            : n === self
-              ? (own ?? this.parts.local.get(key, 'normal', open))
-              : this.node(n).get(key, 'normal'),
+        done: n !== primary ? mapAnswer(this.node(n).exist([key], 'normal'), (a) => a[0]) : ((n === self && own) || this.node(n).get(key, 'normal', open)),
       })),
     );
     const aliensHere: Promise<StoredRecord | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien')).catch(() => null) : null;
@@ -278,7 +273,7 @@ export class Grinder implements DataApi {
     try {
       await replicas.until(this.readQuorum(vdisk, up));
       if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
-      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere);
+      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere, open);
     } finally {
       // Once every replica answered: opened values that are not the answer
       // are closed, and read repair looks at every answer, the slow ones too.
@@ -300,6 +295,7 @@ export class Grinder implements DataApi {
     missing: boolean,
     replicas: Gathering<ReplicaAnswer>,
     aliensHere: Promise<StoredRecord | null> | null,
+    open: boolean,
   ): Promise<StoredRecord | OpenedValue | null> {
     // Records in hand first: of equal versions, the one with its value is kept.
     const answers = replicas.answers();
@@ -314,7 +310,7 @@ export class Grinder implements DataApi {
     for (const a of answers) {
       if (a.value !== null && a.value.version === null) newest = newerAnswer(await Promise.resolve(this.node(a.node).get(key, 'normal')).catch(() => null), newest);
     }
-    return this.withValue(key, newest, answers);
+    return this.withValue(key, newest, answers, open);
   }
 
   /**
@@ -340,7 +336,12 @@ export class Grinder implements DataApi {
    * else fetched from a replica that reported that version (or a newer one,
    * if a write came meanwhile).
    */
-  private async withValue(key: Buffer, newest: ReplicaAnswer, answers: Array<{ node: string; value: ReplicaAnswer }>): Promise<StoredRecord | OpenedValue | null> {
+  private async withValue(
+    key: Buffer,
+    newest: ReplicaAnswer,
+    answers: Array<{ node: string; value: ReplicaAnswer }>,
+    open: boolean,
+  ): Promise<StoredRecord | OpenedValue | null> {
     if (newest === null || newest.version === null) return null;
     if (newest.kind === 'deleted' || 'value' in newest || isOpened(newest)) return newest as StoredRecord | OpenedValue;
     const want = newest as KeyState;
@@ -348,8 +349,9 @@ export class Grinder implements DataApi {
     for (const a of answers) {
       if (a.value === null || a.value.version === null || compareRecords(a.value as KeyState, want) !== 0) continue;
       try {
-        const r = await this.node(a.node).get(key, 'normal');
+        const r = await this.node(a.node).get(key, 'normal', open);
         if (r !== null && compareRecords(r, want) >= 0) return r;
+        if (isOpened(r)) r.reader.close();
       } catch (err) {
         lastError = err;
       }

@@ -5,9 +5,10 @@
 // nothing. Bounded: at most `maxInFlight` repairs run at once and one per
 // key; a repair beyond that is dropped (anti-entropy catches up later) and
 // counted. A large value that was read in parts (opened) is read again
-// whole for its repair, within the memory for values in flight, and held
-// only while it is written.
-import { StoredRecord } from '../model/version';
+// whole from this node's storage for its repair, within the memory for
+// values in flight, and held only while it is written; one this node does
+// not hold (it was read from a peer) is left to anti-entropy.
+import { compareRecords, StoredRecord } from '../model/version';
 import { Logger } from '../logging/logger';
 import { NodeApi } from '../model/node-api';
 import { isOpened, OpenedValue } from '../model/value';
@@ -62,6 +63,13 @@ export class ReadRepair {
       return;
     }
     if (loaded === null) return;
+    // A value read from a peer that this node holds an older version of (or
+    // none) is left to anti-entropy: the peer's reader was closed with the answer.
+    if (compareRecords(loaded.record, record) < 0) {
+      loaded.give();
+      this.parts.onRepair?.('dropped');
+      return;
+    }
     try {
       // Newer than the record read, if a write came meanwhile: the replicas keep the newest.
       await Promise.allSettled(nodes.map((n) => this.write(n, key, loaded.record)));

@@ -21,31 +21,31 @@ export interface HeldValue {
 }
 
 /**
- * Reads `v` whole within `budget`, closing its reader. Rejects with
- * StatusError(RESOURCE_EXHAUSTED) when the value is larger than the budget
- * or no room came within its wait, and as the reader does when the read
- * fails; nothing is held then.
+ * Reads `v` whole — or its bytes [offset, offset + length) — within
+ * `budget`, closing its reader. Rejects with StatusError(RESOURCE_EXHAUSTED)
+ * when they are more than the budget or no room came within its wait, and
+ * as the reader does when the read fails; nothing is held then.
  */
-export async function readWithinBudget(v: OpenedValue, budget: BodyBudget): Promise<HeldValue> {
+export async function readWithinBudget(v: OpenedValue, budget: BodyBudget, offset = 0, length = v.size - offset): Promise<HeldValue> {
   try {
-    if (v.size > budget.limit) {
+    if (length > budget.limit) {
       throw new StatusError(
         grpc.status.RESOURCE_EXHAUSTED,
-        `a value of ${v.size} bytes is larger than http_body_memory_limit (${budget.limit}): a gRPC answer holds it whole; read it over REST`,
+        `a value of ${length} bytes is larger than http_body_memory_limit (${budget.limit}): a gRPC answer holds it whole; read it over REST`,
       );
     }
-    if (!(await budget.take(v.size))) {
+    if (!(await budget.take(length))) {
       throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
     }
     let held = true;
     const give = () => {
       if (!held) return;
       held = false;
-      budget.give(v.size);
+      budget.give(length);
     };
     try {
-      const value = Buffer.allocUnsafe(v.size);
-      await v.reader.read(0, value);
+      const value = Buffer.allocUnsafe(length);
+      await v.reader.read(offset, value);
       return { record: { kind: 'found', version: v.version, value }, give };
     } catch (err) {
       give();

@@ -156,6 +156,10 @@ function writeOperation(f: Writer, op: OperationMsg): void {
   for (const name of op.remote_nodes ?? []) f.string(9, name);
   f.uint(10, op.is_alien ? 1 : 0);
   for (const name of op.force_alien_nodes ?? []) f.string(11, name);
+  f.uint(12, op.whole_up_to ?? 0);
+  f.uint(13, op.offset ?? 0);
+  f.uint(14, op.length ?? 0);
+  f.uint(15, op.check_rest ? 1 : 0);
 }
 
 export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
@@ -182,12 +186,28 @@ function eachOfBatch(buf: Buffer, read: (f: Reader) => void): void {
  * decoded, share one object shape, and the code that reads them stays monomorphic.
  */
 export function newOperation(kind: number, keys: Buffer[]): OperationMsg {
-  return { id: 0, kind, keys, value: undefined, timestamp: 0, tick: 0, node: 0, source: 0, remote_nodes: undefined, is_alien: false, force_alien_nodes: undefined };
+  return {
+    id: 0,
+    kind,
+    keys,
+    value: undefined,
+    timestamp: 0,
+    tick: 0,
+    node: 0,
+    source: 0,
+    remote_nodes: undefined,
+    is_alien: false,
+    force_alien_nodes: undefined,
+    whole_up_to: 0,
+    offset: 0,
+    length: 0,
+    check_rest: false,
+  };
 }
 
 /** A result with every field present (see newOperation); version fields stay undefined unless set. */
 export function newResult(id: number): ResultMsg {
-  return { id, code: 0, details: '', kind: 0, timestamp: undefined, tick: undefined, node: undefined, value: undefined, states: undefined };
+  return { id, code: 0, details: '', kind: 0, timestamp: undefined, tick: undefined, node: undefined, value: undefined, states: undefined, size: 0 };
 }
 
 /** Sets the version fields of an operation or a result. */
@@ -216,6 +236,10 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
         case 9 * 8 + BYTES: (op.remote_nodes ??= []).push(f.bytes().toString('utf8')); break;
         case 10 * 8 + VARINT: op.is_alien = f.varint() !== 0; break;
         case 11 * 8 + BYTES: (op.force_alien_nodes ??= []).push(f.bytes().toString('utf8')); break;
+        case 12 * 8 + VARINT: op.whole_up_to = f.varint(); break;
+        case 13 * 8 + VARINT: op.offset = f.varint(); break;
+        case 14 * 8 + VARINT: op.length = f.varint(); break;
+        case 15 * 8 + VARINT: op.check_rest = f.varint() !== 0; break;
         default: f.skip(t & 7);
       }
     }
@@ -234,6 +258,7 @@ function writeResult(f: Writer, r: ResultMsg): void {
   f.uint(7, r.node ?? 0);
   if (r.value && r.value.length > 0) f.bytes(8, r.value);
   if (r.states && r.states.length > 0) f.bytes(9, r.states);
+  f.uint(10, r.size ?? 0);
 }
 
 export function encodeResultBatch(batch: ResultBatchMsg): Buffer {
@@ -256,6 +281,7 @@ export function decodeResultBatch(buf: Buffer): ResultBatchMsg {
         case 7 * 8 + VARINT: res.node = f.varint(); break;
         case 8 * 8 + BYTES: res.value = f.bytes(); break;
         case 9 * 8 + BYTES: res.states = f.bytes(); break;
+        case 10 * 8 + VARINT: res.size = f.varint(); break;
         default: f.skip(t & 7);
       }
     }

@@ -7,13 +7,13 @@
 // the stream's flow control: past MAX_IN_FLIGHT operations not yet answered
 // the stream is not read.
 import * as grpc from '@grpc/grpc-js';
-import { isOysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
-import { ExistAnswer, GetSource, LocalNodeApi } from '../model/node-api';
+import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 import { isOpened, OpenedValue } from '../model/value';
 import { BodyBudget } from '../rest/body-budget';
 import { readWithinBudget } from './answer-budget';
-import { StoredRecord, Version } from '../model/version';
+import { compareVersions, formatVersion, StoredRecord, Version } from '../model/version';
+import { errors, isOysterError } from '../model/errors';
 import { newResult, setVersion } from './operation-codec';
 import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
 import { authorizeCall, BadRequest, CallParts, failureStatus, undecodable } from './server';
@@ -43,7 +43,7 @@ export interface OperationsCall {
 }
 
 export interface OperationsParts extends CallParts {
-  local: LocalNodeApi;
+  local: NodeApi;
   keySize: number;
   /** What results with large values are read within (answer-budget.ts). */
   budget: BodyBudget;
@@ -102,6 +102,34 @@ function failedResult(parts: OperationsParts, id: number, err: unknown): ResultM
 }
 
 /**
+ * A GET of a part of a large value (Operation.offset, length, check_rest):
+ * the bytes, read within the budget, and what gives their room back; fails
+ * when the key's newest record is no longer the version `want` (a write
+ * came since the value was announced: its reader reads it again).
+ */
+async function readPart(op: OperationMsg, want: Version, r: StoredRecord | OpenedValue | null, budget: BodyBudget): Promise<{ result: ResultMsg; give?: () => void }> {
+  if (!isOpened(r) || compareVersions(r.version, want) !== 0) {
+    if (isOpened(r)) r.reader.close();
+    throw errors.failed(`the key's newest record is no longer version ${formatVersion(want)}`);
+  }
+  const offset = op.offset ?? 0;
+  const length = op.length ?? 0;
+  try {
+    if (offset + length > r.size) throw new BadRequest(`bytes [${offset}, ${offset + length}) of a value of ${r.size} bytes`);
+    if (op.check_rest) await r.reader.checkRest();
+  } catch (err) {
+    r.reader.close();
+    throw err;
+  }
+  if (length === 0) {
+    r.reader.close();
+    return { result: newResult(op.id) };
+  }
+  const held = await readWithinBudget(r, budget, offset, length);
+  return { result: recordResult(op.id, held.record), give: held.give };
+}
+
+/**
  * Runs one operation on this node's storage and hands its result, failures
  * included, to `answer`: at once when the storage answered at once (a read
  * from memory), otherwise in the one reaction to the storage's promise. A
@@ -131,8 +159,19 @@ function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, gi
         local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []).then(done, failed);
         break;
       case OperationKind.GET: {
+        const part = (op.length ?? 0) > 0 || op.check_rest === true;
+        const want = part ? versionOf(op) : null;
         const record = (r: StoredRecord | OpenedValue | null) => {
+          if (want !== null) return void readPart(op, want, r, budget).then((held) => answer(held.result, held.give), failed);
           if (!isOpened(r)) return answer(recordResult(id, r));
+          const wholeUpTo = op.whole_up_to ?? 0;
+          if (wholeUpTo > 0 && r.size > wholeUpTo) {
+            // Announced, to be read in parts: its size, and its first bytes for guessing its type.
+            r.reader.close();
+            const res = recordResult(id, { kind: 'found', version: r.version, value: r.head });
+            res.size = r.size;
+            return answer(res);
+          }
           readWithinBudget(r, budget).then((held) => answer(recordResult(id, held.record), held.give), failed);
         };
         const r = local.get(oneKey(op, keySize), sourceOf(op), true);

@@ -27,6 +27,8 @@ import { LinkOutcome, LinkStream, unreachable } from '../link/link-stream';
 import { decodeResultBatch, encodeOperationBatch, newOperation, setVersion } from './operation-codec';
 import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
+import { OpenedValue } from '../model/value';
+import { peerValue } from './peer-value';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
 /** The calls a PeerClient makes, as oyster_peer_requests_total names them. */
@@ -69,6 +71,9 @@ type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb:
 const SOURCES: Record<GetSource, number> = { all: Source.ALL, normal: Source.NORMAL, alien: Source.ALIEN };
 
 const nothing = (): void => undefined;
+
+/** Values larger than this are opened (read in parts), as this node's own storage opens them. */
+const WHOLE_UP_TO = 64 * 1024;
 
 export class PeerClient implements NodeApi {
   private readonly client: grpc.Client & Record<string, Unary<unknown, unknown>>;
@@ -227,21 +232,43 @@ export class PeerClient implements NodeApi {
     );
   }
 
-  get(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
+  /**
+   * With `open`, a value over 64 KiB stays with the peer (an Oyster peer; a
+   * bob peer sends every value whole): it comes opened, to be read in parts
+   * (./peer-value.ts).
+   */
+  get(key: Buffer, source: GetSource): Promise<StoredRecord | null>;
+  get(key: Buffer, source: GetSource, open: boolean): Promise<StoredRecord | OpenedValue | null>;
+  get(key: Buffer, source: GetSource, open = false): Promise<StoredRecord | OpenedValue | null> {
     const op = newOperation(OperationKind.GET, [key]);
     op.source = SOURCES[source];
+    if (open) op.whole_up_to = WHOLE_UP_TO;
     return this.operate(
       'get',
       op,
       0,
-      (r): StoredRecord | null => {
+      (r): StoredRecord | OpenedValue | null => {
         if (!r.kind) return null;
         const version = resultVersion(r);
         if (version === null || (r.kind !== 1 && r.kind !== 2)) throw errors.failed(`peer ${this.name} answered Get with an unusable record`);
-        return r.kind === 2 ? { kind: 'deleted', version } : { kind: 'found', version, value: r.value ?? Buffer.alloc(0) };
+        if (r.kind === 2) return { kind: 'deleted', version };
+        const value = r.value ?? Buffer.alloc(0);
+        // Its first bytes, copied: the message they came in is not kept.
+        if (open && r.size) return peerValue(version, r.size, Buffer.from(value), (offset, length, checkRest) => this.readPart(key, source, version, offset, length, checkRest));
+        return { kind: 'found', version, value };
       },
       () => this.bobGet(key, source),
     );
+  }
+
+  /** Bytes [offset, offset + length) of the value of key at `version`; with checkRest, the value's whole checked first. */
+  private readPart(key: Buffer, source: GetSource, version: Version, offset: number, length: number, checkRest: boolean): Promise<Buffer> {
+    const op = setVersion(newOperation(OperationKind.GET, [key]), version);
+    op.source = SOURCES[source];
+    op.offset = offset;
+    op.length = length;
+    op.check_rest = checkRest;
+    return this.operate('get', op, 0, (r) => r.value ?? Buffer.alloc(0), () => Promise.reject(errors.failed(`peer ${this.name} reads no parts of values`)));
   }
 
   private async bobGet(key: Buffer, source: GetSource): Promise<StoredRecord | null> {

@@ -116,6 +116,10 @@ export interface OperationMsg {
   remote_nodes?: string[];
   is_alien?: boolean;
   force_alien_nodes?: string[];
+  whole_up_to?: number;
+  offset?: number;
+  length?: number;
+  check_rest?: boolean;
 }
 export interface OperationBatchMsg {
   ops: OperationMsg[];
@@ -130,6 +134,7 @@ export interface ResultMsg {
   node?: number;
   value?: Buffer;
   states?: Buffer;
+  size?: number;
 }
 export interface ResultBatchMsg {
   results: ResultMsg[];

@@ -7,7 +7,7 @@ import { AuthError, Authenticator } from '../auth/authenticator';
 import { GRPC_PERMISSION } from '../auth/permissions';
 import { Permission } from '../model/permission';
 import { DataApi } from '../model/data-api';
-import { GetSource, LocalNodeApi } from '../model/node-api';
+import { GetSource, NodeApi } from '../model/node-api';
 import { isOpened, OpenedValue } from '../model/value';
 import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
@@ -28,7 +28,7 @@ export interface CallParts {
 }
 
 export interface BobServiceParts extends CallParts {
-  local: LocalNodeApi;
+  local: NodeApi;
   grinder: DataApi;
   /** What answers of large values are read within (answer-budget.ts), and how long one may take to leave. */
   budget: BodyBudget;

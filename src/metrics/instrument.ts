@@ -10,7 +10,7 @@ import { DataApi } from '../model/data-api';
 import { MaybePromise } from '../model/maybe-promise';
 import { StoredRecord, StoredValue } from '../model/version';
 import { OpenedValue } from '../model/value';
-import { GetSource, LocalNodeApi } from '../model/node-api';
+import { GetSource, NodeApi } from '../model/node-api';
 import { secondsSince } from './hot';
 import { Interface, NodeMetrics, Outcome, RequestPath } from './registry';
 
@@ -115,13 +115,13 @@ export function instrumentData(api: DataApi, m: NodeMetrics, iface: Interface): 
 }
 
 /** Requests served from this node's own storage (gRPC force_node). */
-export function instrumentLocal(api: LocalNodeApi, m: NodeMetrics): LocalNodeApi {
+export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
   const record = recorder(m, 'grpc', 'local');
   return {
     name: api.name,
     put: (key, version, value, remote) => record('put', () => api.put(key, version, value, remote)),
     get: ((key: Buffer, source: GetSource, open: boolean = false) =>
-      record('get', () => api.get(key, source, open), (v: StoredRecord | OpenedValue | null) => v?.kind === 'found')) as LocalNodeApi['get'],
+      record('get', () => api.get(key, source, open), (v: StoredRecord | OpenedValue | null) => v?.kind === 'found')) as NodeApi['get'],
     exist: (keys, source) => record('exist', () => api.exist(keys, source)),
     delete: (key, version, options) => record('delete', () => api.delete(key, version, options)),
   };

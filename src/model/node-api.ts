@@ -75,6 +75,13 @@ export interface NodeApi {
    * from memory and the page cache.
    */
   get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
+  /**
+   * With `open`, a value over 64 KiB may come opened (OpenedValue: its
+   * version, size and first bytes, and a reader of the rest, which the
+   * caller closes) rather than read whole: this node's storage and an
+   * Oyster peer open them, a bob peer sends every value whole.
+   */
+  get(key: Buffer, source: GetSource, open: boolean): MaybePromise<StoredRecord | OpenedValue | null>;
 
   /**
    * For each key, what get() would answer, without the value; at once, as
@@ -91,14 +98,4 @@ export interface NodeApi {
    * `forceAlienNodes` in any case (they missed the delete).
    */
   delete(key: Buffer, version: Version, options: DeleteOptions): Promise<void>;
-}
-
-/**
- * This node's own storage, as the peers' requests reach it: get() may leave
- * a value too large to hold whole opened, to be read in parts (or read
- * whole within the memory for values in flight, src/grpc/answer-budget.ts).
- */
-export interface LocalNodeApi extends NodeApi {
-  get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
-  get(key: Buffer, source: GetSource, open: boolean): MaybePromise<StoredRecord | OpenedValue | null>;
 }

@@ -23,9 +23,10 @@ export interface ValueReader {
    * memory. The prefix leaves with the first part of the value, once that
    * part passed its check: when it is damaged nothing is sent. Resolves with
    * the bytes sent, the prefix's first (no value byte before all of it),
-   * fewer than its length + n once the socket's buffer is full: the rest is
-   * sent when it drains (by sendTo, or read and written). Rejects as read
-   * does, or when the socket fails.
+   * fewer than its length + n once the socket's buffer is full — none at
+   * all from a reader whose bytes are not in a local file (a peer's value)
+   * — and the rest is sent by sendTo once the socket drains, or read and
+   * written. Rejects as read does, or when the socket fails.
    */
   sendTo(fd: number, offset: number, n: number, prefix?: string): Promise<number>;
   /**

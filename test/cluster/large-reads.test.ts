@@ -2,10 +2,15 @@
 // holding one of a vdisk's replicas sends a large value in parts (REST) or
 // read within the budget (gRPC), as a node holding its only replica does,
 // while the other replica answers for its version; read repair of a large
-// value holds no more than the budget either. Real oysterd processes over
-// REST and gRPC.
+// value holds no more than the budget either. A node that holds no replica
+// of the key passes the value on from its peer in parts: its memory stays
+// within the budget, ranges and HEAD are answered as on the holder, and a
+// damaged part ends the answer short. Real oysterd processes over REST and
+// gRPC.
 import fs from 'node:fs';
+import path from 'node:path';
 import t, { Test } from 'tap';
+import { flipByte, recordsIn } from '../helpers/blob-files';
 import { BobClient, Status, codeOf, keyBytes } from '../helpers/grpc-client';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
@@ -18,12 +23,15 @@ function peakRss(pid: number): number {
   return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 }
 
-/** Two nodes; both vdisks have a replica on each. */
-async function pair(t: Test): Promise<Array<{ proc: OysterProcess; address: string }>> {
+type Node = { proc: OysterProcess; address: string; disk: string };
+
+/** Two nodes; both vdisks have a replica on each, or (`n1Only`) on n1 alone. */
+async function pair(t: Test, n1Only = false): Promise<Node[]> {
+  const replicas = n1Only ? [['n1/disk1'], ['n1/disk1']] : [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']];
   const files = await writeCluster(
     tempDir(t),
-    { nodes: [{ name: 'n1' }, { name: 'n2' }], replicas: [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']], keySize: 8 },
-    { quorum: 2, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
+    { nodes: [{ name: 'n1' }, { name: 'n2' }], replicas, keySize: 8 },
+    { quorum: n1Only ? 1 : 2, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
   );
   return Promise.all(
     ['n1', 'n2'].map(async (name) => {
@@ -31,7 +39,7 @@ async function pair(t: Test): Promise<Array<{ proc: OysterProcess; address: stri
       t.teardown(async () => {
         if (proc.child.exitCode === null && proc.child.signalCode === null) await proc.stop();
       });
-      return { proc, address: files.addresses[name] };
+      return { proc, address: files.addresses[name], disk: files.disks[name].disk1 };
     }),
   );
 }
@@ -84,4 +92,68 @@ t.test('read repair of a large value read in parts', async (t) => {
   t.ok(repaired?.equals(value), "read repair wrote it to n2's replica, byte-exact");
   const metrics = await (await fetch(`${n1.proc.url}/metrics`)).text();
   t.match(metrics, /^oyster_read_repairs_total\{outcome="repaired"\} 1$/m, 'by read repair');
+});
+
+t.test('a node holding no replica passes large values on in parts', async (t) => {
+  const [n1, n2] = await pair(t, true);
+  const values = Array.from({ length: 8 }, (_, i) => new Rng(i + 50).bytes(VALUE));
+  for (const [i, v] of values.entries()) t.equal((await fetch(`${n1.proc.url}/data/${1000 + i}`, { method: 'POST', body: v })).status, 201);
+  const before = peakRss(n2.proc.child.pid!);
+  const got = await Promise.all(values.map(async (_, i) => Buffer.from(await (await fetch(`${n2.proc.url}/data/${1000 + i}`)).arrayBuffer())));
+  const grew = peakRss(n2.proc.child.pid!) - before;
+  // Held whole, as values from peers were, they took 151 MiB; in parts, the
+  // budget (16 MiB) and the parts' buffers not yet collected (40-44 MiB).
+  t.ok(grew < 80 * MiB, `REST: n2's peak resident set grew ${(grew / MiB).toFixed(0)} MiB`);
+  for (const [i, v] of values.entries()) t.ok(got[i].equals(v), `value ${i} byte-exact through n2`);
+
+  const clients = Array.from({ length: 8 }, () => new BobClient(n2.address, 60_000));
+  t.teardown(() => clients.forEach((c) => c.close()));
+  const before2 = peakRss(n2.proc.child.pid!);
+  const viaGrpc = await Promise.all(clients.map((c, i) => c.get(keyBytes(1000 + i, 8))));
+  const grew2 = peakRss(n2.proc.child.pid!) - before2;
+  t.ok(grew2 < 80 * MiB, `gRPC: n2's peak resident set grew ${(grew2 / MiB).toFixed(0)} MiB`);
+  for (const [i, v] of values.entries()) t.ok(viaGrpc[i].data.equals(v), `value ${i} byte-exact through n2 over gRPC`);
+
+  const v = values[0];
+  const range = await fetch(`${n2.proc.url}/data/1000`, { headers: { Range: 'bytes=5000000-5000099' } });
+  t.equal(range.status, 206);
+  t.equal(range.headers.get('content-range'), `bytes 5000000-5000099/${VALUE}`);
+  t.ok(Buffer.from(await range.arrayBuffer()).equals(v.subarray(5000000, 5000100)), 'a range through n2');
+  const suffix = await fetch(`${n2.proc.url}/data/1000`, { headers: { Range: 'bytes=-3' } });
+  t.ok(Buffer.from(await suffix.arrayBuffer()).equals(v.subarray(VALUE - 3)), 'a suffix range through n2');
+  const head = await fetch(`${n2.proc.url}/data/1000`, { method: 'HEAD' });
+  t.equal(head.headers.get('content-length'), String(VALUE), 'HEAD through n2');
+  const direct = await fetch(`${n1.proc.url}/data/1000`, { method: 'HEAD' });
+  t.equal(head.headers.get('etag'), direct.headers.get('etag'), 'the same ETag as on the holder');
+});
+
+t.test('a damaged part of a value passed on by a node holding no replica ends the answer short', async (t) => {
+  const [n1, n2] = await pair(t, true);
+  const value = new Rng(77).bytes(VALUE);
+  t.equal((await fetch(`${n1.proc.url}/data/1100`, { method: 'POST', body: value })).status, 201);
+  const key = keyBytes(1100, 8);
+  let flipped = 0;
+  const vdiskDir = path.join(n1.disk, 'bob', String(1100 % 2));
+  for (const part of fs.readdirSync(vdiskDir)) {
+    for (const f of fs.readdirSync(path.join(vdiskDir, part)).filter((n) => n.endsWith('.blob'))) {
+      const blob = path.join(vdiskDir, part, f);
+      const rec = recordsIn(blob, 8).find((r) => r.key.equals(key));
+      if (!rec) continue;
+      flipByte(blob, rec.offset + rec.headerSize + 8 * MiB + 5);
+      flipped++;
+    }
+  }
+  t.equal(flipped, 1, 'one byte flipped 8 MiB into the value');
+  const res = await fetch(`${n2.proc.url}/data/1100`);
+  let received = 0;
+  let aborted = false;
+  try {
+    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) received += piece.length;
+  } catch {
+    aborted = true;
+  }
+  t.ok(res.status >= 500 || aborted, `the read through n2 fails (${res.status}, ${aborted ? 'aborted' : 'complete'})`);
+  t.ok(received < 8 * MiB + 64 * 1024, `no byte of the damaged block or after it is sent (${received} bytes)`);
+  const before = await fetch(`${n2.proc.url}/data/1100`, { headers: { Range: `bytes=0-${MiB - 1}` } });
+  t.ok(Buffer.from(await before.arrayBuffer()).equals(value.subarray(0, MiB)), 'a range before the damage reads through n2');
 });
