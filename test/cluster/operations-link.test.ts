@@ -9,7 +9,7 @@ import net from 'node:net';
 import t from 'tap';
 import type { Test } from 'tap';
 import { encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
-import { BobApiService, OperationKind, PutRequestMsg, GetRequestMsg, DeleteRequestMsg, ExistRequestMsg } from '../../src/grpc/proto';
+import { BobApiService, OperationKind, OperationMsg, PutRequestMsg, GetRequestMsg, DeleteRequestMsg, ExistRequestMsg } from '../../src/grpc/proto';
 import { sample } from '../rest/lib/metrics';
 import { frame, hello, RawLink } from '../helpers/link-client';
 import { TestCluster, sleep, waitFor } from './lib';
@@ -68,6 +68,39 @@ t.test('Oyster peers: operations over links, gRPC clients on the same port', asy
     t.equal(results.get(8)?.value?.toString(), 'over the link', 'the Get finds it');
     t.equal(results.get(9)?.kind ?? 0, 0, 'a key never written: absent');
     t.equal((await c.rest('n2', 'GET', `/data/${0x4141414141414141n}`)).text, 'over the link', 'REST reads the value the link wrote');
+  });
+
+  await t.test('a large value announced, then read in parts (API.md, Oyster.Replicas)', async (t) => {
+    const link = await RawLink.open(c.address('n2'), hello(''));
+    t.teardown(() => link.close());
+    const size = 200_000;
+    const value = Buffer.from(Array.from({ length: size }, (_, i) => (i * 7) % 251));
+    t.equal((await c.rest('n1', 'POST', '/data/4242', value)).status, 201);
+    const key = Buffer.alloc(KEY_SIZE);
+    key.writeBigUInt64LE(4242n);
+    const ask = async (op: OperationMsg) => {
+      link.send({ ops: [op] });
+      const f = await link.next();
+      if (f?.type !== 'batch') throw new Error('no batch');
+      return f.batch.results[0];
+    };
+    const announced = await ask(Object.assign(get(1, key), { whole_up_to: 65536 }));
+    t.equal(announced.kind, 1, 'a value');
+    t.equal(announced.size, size, 'announced by its size');
+    t.same(announced.value, value.subarray(0, 512), 'with its first bytes');
+    const version = { timestamp: announced.timestamp, tick: announced.tick, node: announced.node };
+    const part = (id: number, offset: number, length: number, extra: Partial<OperationMsg> = {}) =>
+      Object.assign(get(id, key), version, { offset, length }, extra);
+    t.same((await ask(part(2, 100_000, 50_000))).value, value.subarray(100_000, 150_000), 'a part, byte-exact');
+    t.same((await ask(part(3, size - 10, 10))).value, value.subarray(size - 10), 'the last bytes');
+    t.equal((await ask(part(4, size - 10, 11))).code, grpc.status.INVALID_ARGUMENT, 'a part past the end: INVALID_ARGUMENT');
+    t.equal((await ask(part(5, 0, 0, { check_rest: true }))).code ?? 0, 0, 'check_rest alone: the value checked');
+    t.same((await ask(get(6, key))).value, value, 'without whole_up_to: the value whole');
+    t.equal((await c.rest('n1', 'POST', '/data/4242', 'newer')).status, 201);
+    const stale = await ask(part(7, 0, 1000));
+    t.equal(stale.code, grpc.status.UNAVAILABLE, 'a part of a version no longer the newest: UNAVAILABLE');
+    t.match(stale.details, /no longer version/);
+    t.equal((await ask(Object.assign(get(8, key), { whole_up_to: 65536 }))).value?.toString(), 'newer', 'a small value comes whole');
   });
 
   await t.test('malformed links: refused, and the node serves on', async (t) => {
