@@ -10,7 +10,7 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { OpenedValue } from '../model/value';
 import { StoredValue } from '../model/version';
-import { BodyBudget } from '../rest/body-budget';
+import { BodyBudget, VALUE_BUFFER } from '../rest/body-budget';
 import { callStream } from './call-stream';
 import { StatusError } from './status';
 
@@ -22,11 +22,14 @@ export interface HeldValue {
 
 /**
  * Reads `v` whole — or its bytes [offset, offset + length) — within
- * `budget`, closing its reader. Rejects with StatusError(RESOURCE_EXHAUSTED)
- * when they are more than the budget or no room came within its wait, and
- * as the reader does when the read fails; nothing is held then.
+ * `budget`, closing its reader. With `pooled`, bytes that fit in one of the
+ * budget's buffers are read into one, which give() hands back to it: the
+ * caller must be done with them by then (they are copied into an answer).
+ * Rejects with StatusError(RESOURCE_EXHAUSTED) when they are more than the
+ * budget or no room came within its wait, and as the reader does when the
+ * read fails; nothing is held then.
  */
-export async function readWithinBudget(v: OpenedValue, budget: BodyBudget, offset = 0, length = v.size - offset): Promise<HeldValue> {
+export async function readWithinBudget(v: OpenedValue, budget: BodyBudget, offset = 0, length = v.size - offset, pooled = false): Promise<HeldValue> {
   try {
     if (length > budget.limit) {
       throw new StatusError(
@@ -37,14 +40,17 @@ export async function readWithinBudget(v: OpenedValue, budget: BodyBudget, offse
     if (!(await budget.take(length))) {
       throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
     }
+    // A fresh buffer per answer would have V8 collect its whole heap every few tens of MiB.
+    const buffer = pooled && length <= VALUE_BUFFER ? budget.buffer() : null;
     let held = true;
     const give = () => {
       if (!held) return;
       held = false;
       budget.give(length);
+      if (buffer !== null) budget.keep(buffer);
     };
     try {
-      const value = Buffer.allocUnsafe(length);
+      const value = buffer !== null ? buffer.subarray(0, length) : Buffer.allocUnsafe(length);
       await v.reader.read(offset, value);
       return { record: { kind: 'found', version: v.version, value }, give };
     } catch (err) {

@@ -76,8 +76,8 @@ class Writer {
   }
 }
 
-/** A batch: field 1 repeated, one nested message per item. */
-function encodeBatch<T>(items: T[], write: (f: Writer, item: T) => void): Buffer {
+/** A batch: field 1 repeated, one nested message per item, in a buffer `alloc` gives for its exact length. */
+function encodeBatch<T>(items: T[], write: (f: Writer, item: T) => void, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Buffer {
   const counter = new Writer(null);
   const sizes = items.map((item) => {
     counter.at = 0;
@@ -86,7 +86,7 @@ function encodeBatch<T>(items: T[], write: (f: Writer, item: T) => void): Buffer
   });
   let total = 0;
   for (const n of sizes) total += varintSize(1 * 8) + varintSize(n) + n;
-  const batch = Buffer.allocUnsafe(total);
+  const batch = alloc(total);
   const w = new Writer(batch);
   items.forEach((item, i) => {
     w.varint(1 * 8 + BYTES);
@@ -261,8 +261,9 @@ function writeResult(f: Writer, r: ResultMsg): void {
   f.uint(10, r.size ?? 0);
 }
 
-export function encodeResultBatch(batch: ResultBatchMsg): Buffer {
-  return encodeBatch(batch.results, writeResult);
+/** `alloc`: where the bytes go (a buffer of exactly the length asked for). */
+export function encodeResultBatch(batch: ResultBatchMsg, alloc?: (bytes: number) => Buffer): Buffer {
+  return encodeBatch(batch.results, writeResult, alloc);
 }
 
 export function decodeResultBatch(buf: Buffer): ResultBatchMsg {

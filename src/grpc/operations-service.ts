@@ -125,7 +125,7 @@ async function readPart(op: OperationMsg, want: Version, r: StoredRecord | Opene
     r.reader.close();
     return { result: newResult(op.id) };
   }
-  const held = await readWithinBudget(r, budget, offset, length);
+  const held = await readWithinBudget(r, budget, offset, length, true);
   return { result: recordResult(op.id, held.record), give: held.give };
 }
 
@@ -172,7 +172,7 @@ function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, gi
             res.size = r.size;
             return answer(res);
           }
-          readWithinBudget(r, budget).then((held) => answer(recordResult(id, held.record), held.give), failed);
+          readWithinBudget(r, budget, 0, r.size, true).then((held) => answer(recordResult(id, held.record), held.give), failed);
         };
         const r = local.get(oneKey(op, keySize), sourceOf(op), true);
         if (r instanceof Promise) r.then(record, failed);

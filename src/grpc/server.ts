@@ -224,7 +224,7 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
   const { local, grinder, heardFrom, keySize, budget, sendTimeoutMs } = parts;
   // A value left opened is read whole within the budget, and holds its room until the answer has left.
   const whole = async (call: object, r: OpenedValue): Promise<StoredValue> => {
-    const held = await readWithinBudget(r, budget);
+    const held = await readWithinBudget(r, budget, 0, r.size, true);
     holdUntilSent(call, held, sendTimeoutMs);
     return held.record;
   };

@@ -22,6 +22,8 @@ import { BATCH, decodeStatus, encodeHello, FrameReader, KEEPALIVE_MS, parseWelco
 
 /** A frame from a peer at most: results carry values, bounded by the peer's own limits. */
 const MAX_FRAME = 2 ** 31 - 2;
+/** The buffer a link's bytes are read into. */
+const READ_BUFFER = 64 * 1024;
 
 export interface LinkStreamOptions {
   /** The peer's gRPC address, host:port. */
@@ -52,11 +54,28 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
   private over = false;
   private readonly timer: NodeJS.Timeout;
   private connected = false;
+  /** Where the bytes read go: the greeting, then the frames. */
+  private onBytes: (chunk: Buffer) => void;
 
   constructor(private readonly o: LinkStreamOptions) {
     super();
+    this.onBytes = this.onGreeting;
+    const buffer = Buffer.allocUnsafe(READ_BUFFER);
     // cluster.yaml's address, which the configuration checked with the same parser.
-    this.socket = net.connect({ ...parseHostPort(o.address), noDelay: true });
+    // Bytes are read into one buffer, over and over: results carry values,
+    // and a fresh 64 KiB per read (Node's default) would have V8 collect its
+    // whole heap every few tens of MiB received.
+    this.socket = net.connect({
+      ...parseHostPort(o.address),
+      noDelay: true,
+      onread: {
+        buffer,
+        callback: (n) => {
+          this.onBytes(buffer.subarray(0, n));
+          return true;
+        },
+      },
+    });
     this.socket.setKeepAlive(true, KEEPALIVE_MS);
     this.socket.write(encodeHello(o.authorization));
     this.timer = setTimeout(
@@ -64,7 +83,6 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
       o.greetingMs,
     );
     this.socket.on('connect', () => (this.connected = true));
-    this.socket.on('data', this.onGreeting);
     this.socket.on('error', (err) => {
       // A peer that took the connection and dropped it at the greeting is one
       // that speaks no links (an HTTP/2 server hanging up on a bad preface).
@@ -95,10 +113,10 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
   }
 
   private readonly onGreeting = (chunk: Buffer): void => {
-    this.seen = this.seen === null ? chunk : Buffer.concat([this.seen, chunk]);
+    // A copy: the chunk is the read buffer, read into again.
+    this.seen = this.seen === null ? Buffer.from(chunk) : Buffer.concat([this.seen, chunk]);
     const welcome = parseWelcome(this.seen);
     if (welcome === 'short') return;
-    this.socket.off('data', this.onGreeting);
     clearTimeout(this.timer);
     // Anything but the magic (an HTTP/2 server's SETTINGS) is no link; an
     // Oyster node that refused one (it serves gRPC with TLS only, or not these
@@ -108,13 +126,17 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     const held = this.held ?? [];
     this.held = null;
     this.o.onOutcome('linked');
-    const reader = new FrameReader(MAX_FRAME, (type, payload) => {
-      if (type === BATCH) this.emit('data', decodeResultBatch(payload));
-      else if (type === STATUS) {
-        const s = decodeStatus(payload);
-        this.fail(failure(s.code, s.details));
-      } else throw new Error(`a frame of type ${type}`);
-    });
+    const reader = new FrameReader(
+      MAX_FRAME,
+      (type, payload) => {
+        if (type === BATCH) this.emit('data', decodeResultBatch(payload));
+        else if (type === STATUS) {
+          const s = decodeStatus(payload);
+          this.fail(failure(s.code, s.details));
+        } else throw new Error(`a frame of type ${type}`);
+      },
+      true,
+    );
     const take = (c: Buffer) => {
       try {
         reader.push(c);
@@ -122,7 +144,7 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
         this.fail(failure(grpc.status.INTERNAL, `${this.o.address} sent ${(err as Error).message}`));
       }
     };
-    this.socket.on('data', take);
+    this.onBytes = take;
     this.socket.on('drain', () => this.emit('drain'));
     const rest = this.seen.subarray(welcome.used);
     this.seen = null;

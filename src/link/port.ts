@@ -14,13 +14,17 @@ import { Logger } from '../logging/logger';
 import { authorizeCall, failureStatus, tolerant } from '../grpc/server';
 import { decodeOperationBatch, encodeResultBatch } from '../grpc/operation-codec';
 import { OperationsCall } from '../grpc/operations-service';
-import { ResultBatchMsg } from '../grpc/proto';
+import { ResultBatchMsg, ResultMsg } from '../grpc/proto';
 import { Authenticator } from '../auth/authenticator';
 import { parseHostPort } from '../config/address';
 import { BATCH, encodeStatus, encodeWelcome, FrameReader, KEEPALIVE_MS, parseHello, STATUS, writeFrame } from './wire';
 
 /** How long a new connection may take to say what it is. */
 const GREETING_MS = 10_000;
+/** Frames of results from this many bytes up to FRAME_BUFFER are written from kept buffers, KEPT_FRAMES of them per link at most. */
+const SMALL_FRAME = 64 * 1024;
+const FRAME_BUFFER = 1024 * 1024 + 64 * 1024;
+const KEPT_FRAMES = 4;
 
 export interface ServingPortOptions {
   /** host:port to listen on, as gRPC's bind address ("[::1]:20000", "0.0.0.0:20000"). */
@@ -147,6 +151,10 @@ class LinkCall extends EventEmitter implements OperationsCall {
   private readonly reader: FrameReader;
   // The endpoint ended the stream: frames that still come are not its.
   private over = false;
+  // Buffers for frames of results, once written: a part of a large value is
+  // a frame of about 1 MiB, and a fresh one per part would have V8 collect
+  // its whole heap every few tens of MiB sent.
+  private readonly frames: Buffer[] = [];
 
   constructor(
     private readonly socket: net.Socket,
@@ -187,7 +195,26 @@ class LinkCall extends EventEmitter implements OperationsCall {
   }
 
   write(batch: ResultBatchMsg): boolean {
-    return writeFrame(this.socket, BATCH, encodeResultBatch(batch));
+    // A result with a large value goes in a frame of its own, which a kept buffer holds.
+    const small: ResultMsg[] = [];
+    let more = true;
+    for (const r of batch.results) {
+      if ((r.value?.length ?? 0) < SMALL_FRAME) small.push(r);
+      else more = this.writeResults([r]) && more;
+    }
+    if (small.length > 0) more = this.writeResults(small) && more;
+    return more;
+  }
+
+  private writeResults(results: ResultMsg[]): boolean {
+    let frame: Buffer | null = null;
+    const payload = encodeResultBatch({ results }, (bytes) => {
+      if (bytes < SMALL_FRAME || bytes > FRAME_BUFFER) return Buffer.allocUnsafe(bytes);
+      frame = this.frames.pop() ?? Buffer.allocUnsafeSlow(FRAME_BUFFER);
+      return frame.subarray(0, bytes);
+    });
+    const kept = frame as Buffer | null;
+    return writeFrame(this.socket, BATCH, payload, kept === null ? undefined : () => this.frames.length < KEPT_FRAMES && this.frames.push(kept));
   }
 
   end(): void {

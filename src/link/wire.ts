@@ -76,14 +76,18 @@ function magicPrefix(b: Buffer): 'short' | { error: string } | null {
   return n < MAGIC.length ? 'short' : null;
 }
 
-/** Writes one frame (header and payload in one writev); false once the socket's buffer is full: wait for 'drain'. */
-export function writeFrame(socket: Socket, type: number, payload: Buffer): boolean {
+/**
+ * Writes one frame (header and payload in one writev); false once the
+ * socket's buffer is full: wait for 'drain'. `written` is called once the
+ * payload has left (or the socket failed): its buffer is free again.
+ */
+export function writeFrame(socket: Socket, type: number, payload: Buffer, written?: () => void): boolean {
   const head = Buffer.allocUnsafe(HEAD);
   head.writeUInt32LE(payload.length + 1, 0);
   head[4] = type;
   socket.cork();
   socket.write(head);
-  const more = socket.write(payload);
+  const more = socket.write(payload, written);
   socket.uncork();
   return more;
 }
@@ -104,7 +108,8 @@ export function decodeStatus(payload: Buffer): { code: number; details: string }
 
 /**
  * Cuts a byte stream into frames. A frame that arrives within one chunk is
- * handed on as a view of it; a larger one is gathered into a buffer of its
+ * handed on as a view of it (a copy, with `copyViews`: the chunks are one
+ * buffer read into again); a larger one is gathered into a buffer of its
  * own size, allocated once its header is in (never more than `maxBytes`).
  */
 export class FrameReader {
@@ -117,6 +122,7 @@ export class FrameReader {
   constructor(
     private readonly maxBytes: number,
     private readonly onFrame: (type: number, payload: Buffer) => void,
+    private readonly copyViews = false,
   ) {}
 
   /** Takes the next bytes; throws (the stream is unusable) on a frame of length 0 or over maxBytes. */
@@ -135,7 +141,8 @@ export class FrameReader {
         this.headFill = 0;
         const size = length - 1;
         if (chunk.length - at >= size) {
-          this.onFrame(this.type, chunk.subarray(at, at + size));
+          const view = chunk.subarray(at, at + size);
+          this.onFrame(this.type, this.copyViews ? Buffer.from(view) : view);
           at += size;
           continue;
         }
