@@ -2,7 +2,8 @@
 // docs/FORMAT.md §14, written out here by hand (test/helpers/link-client.ts):
 // greetings parse from every prefix ('short' until whole, refused at the
 // first byte that cannot be the magic), and frames come out whole and in
-// order however TCP cuts the stream.
+// order however TCP cuts the stream, and stay whole when the stream is
+// read into one buffer over and over.
 import t from 'tap';
 import { encodeHello, encodeWelcome, FrameReader, parseHello, parseWelcome } from '../../src/link/wire';
 import { frame, hello, LINK_MAGIC } from '../helpers/link-client';
@@ -53,4 +54,23 @@ t.test('frames come out whole and in order however the stream is cut', async (t)
   const limited = new FrameReader(1000, () => t.fail('no frame'));
   t.throws(() => limited.push(frame(1, Buffer.alloc(1001)).subarray(0, 5)), /at most 1001/, 'a frame over the limit is refused from its header alone');
   t.throws(() => new FrameReader(1000, () => undefined).push(Buffer.alloc(5)), /a frame of 0 bytes/, 'a frame of length 0 is refused');
+});
+
+t.test('frames read from one buffer, read into again, are copies (copyViews)', async (t) => {
+  const got: Buffer[] = [];
+  const reader = new FrameReader(1 << 20, (_, payload) => got.push(payload), true);
+  const buffer = Buffer.alloc(64);
+  const a = frame(1, Buffer.from('first'));
+  const b = frame(1, Buffer.from('second'));
+  a.copy(buffer);
+  reader.push(buffer.subarray(0, a.length));
+  buffer.fill(0);
+  b.copy(buffer);
+  reader.push(buffer.subarray(0, b.length));
+  buffer.fill(0);
+  t.same(
+    got.map((p) => p.toString()),
+    ['first', 'second'],
+    'each frame keeps its bytes once the buffer is read into again',
+  );
 });
