@@ -32,7 +32,8 @@ export interface OperationsCall {
   readonly metadata: grpc.Metadata;
   readonly cancelled: boolean;
   getPeer(): string;
-  write(batch: ResultBatchMsg): boolean;
+  /** Sends a batch; `written` is called once its bytes were taken from the batch (sent, or copied to be sent). */
+  write(batch: ResultBatchMsg, written?: () => void): boolean;
   end(): void;
   pause(): unknown;
   resume(): unknown;
@@ -223,19 +224,22 @@ export class OperationsEndpoint {
     let done = false;
     let paused = false;
     let out: ResultMsg[] = [];
-    // The rooms in the budget that results with large values hold: those in
-    // `out`, then those of the batch being written, given back once it has left.
+    // The rooms in the budget (and the buffers) that results with large
+    // values hold: those in `out`, then those of each batch being written,
+    // given back once the stream took its bytes — not before: a batch may
+    // wait in the stream unserialized.
     let holding: Array<() => void> = [];
-    let sending: Array<() => void> = [];
+    const writing = new Set<Array<() => void>>();
     const giveBack = (gives: Array<() => void>) => {
       for (const give of gives) give();
     };
     const over = () => {
       done = true;
       this.open.delete(close);
-      giveBack(holding.concat(sending));
+      giveBack(holding);
       holding = [];
-      sending = [];
+      for (const gives of writing) giveBack(gives);
+      writing.clear();
     };
     let flushing = false;
     const finish = (status: Partial<grpc.StatusObject> | null) => {
@@ -250,10 +254,17 @@ export class OperationsEndpoint {
       if (done || call.cancelled) return;
       const results = out;
       out = [];
-      sending = holding;
+      const gives = holding;
       holding = [];
       inFlight -= results.length;
-      const more = results.length === 0 || call.write({ results });
+      let more = true;
+      if (results.length > 0) {
+        if (gives.length > 0) writing.add(gives);
+        const written = () => {
+          if (writing.delete(gives)) giveBack(gives);
+        };
+        more = call.write({ results }, gives.length > 0 ? written : undefined);
+      }
       if (paused && inFlight < MAX_IN_FLIGHT / 2) {
         paused = false;
         call.resume();
@@ -261,15 +272,9 @@ export class OperationsEndpoint {
       if (!more) {
         // The peer reads slowly: no more results until it took these.
         flushing = true;
-        call.once('drain', () => {
-          giveBack(sending);
-          sending = [];
-          flush();
-        });
+        call.once('drain', flush);
         return;
       }
-      giveBack(sending);
-      sending = [];
       if ((ended || closing) && inFlight === 0) finish(null);
     };
     const answer = (r: ResultMsg, give?: () => void) => {

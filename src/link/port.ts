@@ -194,8 +194,9 @@ class LinkCall extends EventEmitter implements OperationsCall {
     return `${this.socket.remoteAddress}:${this.socket.remotePort}`;
   }
 
-  write(batch: ResultBatchMsg): boolean {
-    // A result with a large value goes in a frame of its own, which a kept buffer holds.
+  write(batch: ResultBatchMsg, written?: () => void): boolean {
+    // A result with a large value goes in a frame of its own, which a kept
+    // buffer holds. The batch's bytes are copied into the frames at once.
     const small: ResultMsg[] = [];
     let more = true;
     for (const r of batch.results) {
@@ -203,6 +204,7 @@ class LinkCall extends EventEmitter implements OperationsCall {
       else more = this.writeResults([r]) && more;
     }
     if (small.length > 0) more = this.writeResults(small) && more;
+    written?.();
     return more;
   }
 

@@ -8,8 +8,8 @@ import * as grpc from '@grpc/grpc-js';
 import net from 'node:net';
 import t from 'tap';
 import type { Test } from 'tap';
-import { encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
-import { BobApiService, OperationKind, OperationMsg, PutRequestMsg, GetRequestMsg, DeleteRequestMsg, ExistRequestMsg } from '../../src/grpc/proto';
+import { decodeResultBatch, encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
+import { BobApiService, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg, PutRequestMsg, GetRequestMsg, DeleteRequestMsg, ExistRequestMsg } from '../../src/grpc/proto';
 import { sample } from '../rest/lib/metrics';
 import { frame, hello, RawLink } from '../helpers/link-client';
 import { TestCluster, sleep, waitFor } from './lib';
@@ -101,6 +101,63 @@ t.test('Oyster peers: operations over links, gRPC clients on the same port', asy
     t.equal(stale.code, grpc.status.UNAVAILABLE, 'a part of a version no longer the newest: UNAVAILABLE');
     t.match(stale.details, /no longer version/);
     t.equal((await ask(Object.assign(get(8, key), { whole_up_to: 65536 }))).value?.toString(), 'newer', 'a small value comes whole');
+  });
+
+  await t.test('large values in parts over the gRPC stream (no link): every part byte-exact', async (t) => {
+    const client = new grpc.Client(c.address('n2'), grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': -1 });
+    t.teardown(() => client.close());
+    const stream = client.makeBidiStreamRequest('/oyster.Replicas/Operations', encodeOperationBatch, decodeResultBatch, new grpc.Metadata());
+    t.teardown(() => stream.cancel());
+    const pending = new Map<number, (r: ResultMsg) => void>();
+    stream.on('data', (batch: ResultBatchMsg) => {
+      for (const r of batch.results) pending.get(r.id)?.(r);
+    });
+    stream.on('error', () => undefined);
+    let nextId = 1;
+    const ask = (ops: OperationMsg[]) =>
+      Promise.all(
+        ops.map((op) => {
+          op.id = nextId++;
+          return new Promise<ResultMsg>((resolve) => pending.set(op.id, resolve));
+        }),
+      ).finally(() => undefined);
+    const MiB = 1 << 20;
+    const size = 8 * MiB + 3;
+    const value = Buffer.from(Array.from({ length: size }, (_, i) => (i * 13) % 253));
+    t.equal((await c.rest('n1', 'POST', '/data/4343', value)).status, 201);
+    const key = Buffer.alloc(KEY_SIZE);
+    key.writeBigUInt64LE(4343n);
+    const announce = [Object.assign(get(0, key), { whole_up_to: 65536 })];
+    const answered = ask(announce);
+    stream.write({ ops: announce });
+    const [head] = await answered;
+    t.equal(head.size, size, 'announced over gRPC');
+    const version = { timestamp: head.timestamp, tick: head.tick, node: head.node };
+    let exact = 0;
+    let parts = 0;
+    // Batches of parts while the client reads nothing: results wait in the
+    // stream, unsent (and unserialized), while the next parts are read.
+    for (let round = 0; round < 3; round++) {
+      const batches = Array.from({ length: 6 }, () =>
+        Array.from({ length: 9 }, (_, i) => Object.assign(get(0, key), version, { offset: i * MiB, length: Math.min(MiB, size - i * MiB) })),
+      );
+      const results = batches.map((ops) => ask(ops));
+      stream.pause();
+      for (const ops of batches) {
+        stream.write({ ops });
+        await sleep(20);
+      }
+      await sleep(200);
+      stream.resume();
+      for (const [b, got] of (await Promise.all(results)).entries()) {
+        for (const [i, r] of got.entries()) {
+          const op = batches[b][i];
+          parts++;
+          if (r.value?.equals(value.subarray(op.offset!, op.offset! + op.length!))) exact++;
+        }
+      }
+    }
+    t.equal(exact, parts, `${parts} parts byte-exact`);
   });
 
   await t.test('malformed links: refused, and the node serves on', async (t) => {
