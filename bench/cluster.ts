@@ -1,4 +1,4 @@
-// npm run bench:cluster -- [--rounds=4] [--ops=8000] [--warm=12000] [--concurrency=64]
+// npm run bench:cluster -- [--rounds=4] [--ops=8000] [--warm=12000] [--concurrency=64] [--value=1024]
 //
 // Data API throughput and CPU of a local 3-node cluster (3 vdisks × 2
 // replicas, quorum 2: every PUT is acknowledged by two nodes) against a
@@ -6,7 +6,9 @@
 // /data/{key}) and through gRPC (BobApi Put/Get without force_node, i.e.
 // coordinated by the receiving node). Real oysterd processes on loopback,
 // spawned as the tests do; requests go round robin to the setup's entry
-// nodes with `--concurrency` in flight, 1 KiB values.
+// nodes with `--concurrency` in flight, values of `--value` bytes (1 KiB;
+// large values, e.g. --value=1048576 --ops=400 --warm=400, measure a value
+// sent on in parts by a node that holds no replica of it).
 //
 // Every setup runs from the start to the end and is measured in interleaved
 // rounds: each round measures every operation on every setup, `--ops`
@@ -32,10 +34,12 @@ const ROUNDS = arg('rounds', 4);
 const OPS = arg('ops', 8000);
 const WARM = arg('warm', 12000);
 const CONCURRENCY = arg('concurrency', 64);
-const VALUE = 1024;
+const VALUE = arg('value', 1024);
 const KEY_SIZE = 16;
 
-const values = Array.from({ length: 256 }, (_, i) => Buffer.alloc(VALUE, i));
+// Large values: four distinct ones, not 256 (a quarter of a GiB at 1 MiB).
+const distinct = Array.from({ length: VALUE > 65536 ? 4 : 256 }, (_, i) => Buffer.alloc(VALUE, i));
+const values = Array.from({ length: 256 }, (_, i) => distinct[i % distinct.length]);
 
 interface SetupSpec {
   label: string;
@@ -140,7 +144,7 @@ async function main(): Promise<void> {
   const forwarded: SetupSpec = { label: 'forwarded', nodes: ['near', 'far'], replicas: [['far'], ['far'], ['far']], quorum: 1, entry: ['near'] };
   console.log(`# Cluster benchmark\n\n${machine()}`);
   console.log(
-    `${ROUNDS} interleaved rounds of ${fmt(OPS)} requests per operation and setup (PUTs of new 1 KiB values, GETs of random stored keys), ` +
+    `${ROUNDS} interleaved rounds of ${fmt(OPS)} requests per operation and setup (PUTs of new values of ${fmt(VALUE)} bytes, GETs of random stored keys), ` +
       `after ${fmt(WARM)} warm-up requests of each kind; ${CONCURRENCY} requests in flight, round robin over the setup's entry nodes; ` +
       `all processes on this machine, all setups running throughout.\n` +
       `1 node: 3 vdisks × 1 replica, quorum 1. 3 nodes: 3 vdisks × 2 replicas, quorum 2. Key size ${KEY_SIZE}. Medians over the rounds; ratios are the median (and range) of the per-round ratios.\n`,
