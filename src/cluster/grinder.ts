@@ -268,17 +268,24 @@ export class Grinder implements DataApi {
         done: n !== primary ? mapAnswer(this.node(n).exist([key], 'normal'), (a) => a[0]) : ((n === self && own) || this.node(n).get(key, 'normal', open)),
       })),
     );
-    const aliensHere: Promise<StoredRecord | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien')).catch(() => null) : null;
+    const aliensHere: Promise<StoredRecord | OpenedValue | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien', open)).catch(() => null) : null;
+    // The alien copies found on other nodes, once asked.
+    const elsewhere: Array<StoredRecord | OpenedValue> = [];
     let record: StoredRecord | OpenedValue | null = null;
+    const closeUnless = (r: ReplicaAnswer) => {
+      if (isOpened(r) && r !== record) r.reader.close();
+    };
     try {
       await replicas.until(this.readQuorum(vdisk, up));
       if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
-      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere, open);
+      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere, elsewhere, open);
     } finally {
-      // Once every replica answered: opened values that are not the answer
-      // are closed, and read repair looks at every answer, the slow ones too.
+      // Opened values that are not the answer are closed, and once every
+      // replica answered read repair looks at every answer, the slow ones too.
+      void aliensHere?.then(closeUnless);
+      elsewhere.forEach(closeUnless);
       const settled = () => {
-        for (const a of replicas.answers()) if (isOpened(a.value) && a.value !== record) a.value.reader.close();
+        for (const a of replicas.answers()) closeUnless(a.value);
         if (record !== null) this.repairStale(key, record, replicas);
       };
       if (replicas.complete) settled();
@@ -294,7 +301,8 @@ export class Grinder implements DataApi {
     primary: string,
     missing: boolean,
     replicas: Gathering<ReplicaAnswer>,
-    aliensHere: Promise<StoredRecord | null> | null,
+    aliensHere: Promise<StoredRecord | OpenedValue | null> | null,
+    elsewhere: Array<StoredRecord | OpenedValue>,
     open: boolean,
   ): Promise<StoredRecord | OpenedValue | null> {
     // Records in hand first: of equal versions, the one with its value is kept.
@@ -304,7 +312,8 @@ export class Grinder implements DataApi {
     for (const a of answers) if (a.node !== primary) newest = newerAnswer(newest, a.value);
     // A replica misses a write only when it failed, and then an alien copy exists.
     if (this.parts.policy === 'quorum' && (missing || replicas.failures().length > 0 || newest === null)) {
-      for (const r of await this.aliensElsewhere(key)) newest = newerAnswer(r, newest);
+      elsewhere.push(...(await this.aliensElsewhere(key, open)));
+      for (const r of elsewhere) newest = newerAnswer(r, newest);
     }
     // Answers of bob peers carry no version: their records are fetched.
     for (const a of answers) {
@@ -325,9 +334,9 @@ export class Grinder implements DataApi {
   }
 
   /** The alien copies of key held on the other reachable nodes. */
-  private async aliensElsewhere(key: Buffer): Promise<StoredRecord[]> {
+  private async aliensElsewhere(key: Buffer, open: boolean): Promise<Array<StoredRecord | OpenedValue>> {
     const others = this.otherNodes().filter((n) => this.parts.isAvailable(n));
-    const settled = await Promise.allSettled(others.map((n) => this.node(n).get(key, 'alien')));
+    const settled = await Promise.allSettled(others.map((n) => this.node(n).get(key, 'alien', open)));
     return settled.flatMap((s) => (s.status === 'fulfilled' && s.value !== null ? [s.value] : []));
   }
 

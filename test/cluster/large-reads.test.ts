@@ -157,3 +157,35 @@ t.test('a damaged part of a value passed on by a node holding no replica ends th
   const before = await fetch(`${n2.proc.url}/data/1100`, { headers: { Range: `bytes=0-${MiB - 1}` } });
   t.ok(Buffer.from(await before.arrayBuffer()).equals(value.subarray(0, MiB)), 'a range before the damage reads through n2');
 });
+
+t.test('large alien copies are read in parts while a replica is down', async (t) => {
+  const files = await writeCluster(
+    tempDir(t),
+    { nodes: [{ name: 'n1' }, { name: 'n2' }, { name: 'n3' }], replicas: [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']], keySize: 8 },
+    { quorum: 1, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
+  );
+  const procs = await Promise.all(['n1', 'n2', 'n3'].map((n) => startNode(files, n)));
+  t.teardown(async () => {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
+  });
+  const [n1, n2, n3] = procs;
+  await n1.stop();
+  const value = new Rng(88).bytes(VALUE);
+  // n1's copy goes to an alien directory once n3 has seen n1 go.
+  let status = 0;
+  for (let i = 0; i < 100 && status !== 201; i++) {
+    status = (await fetch(`${n3.url}/data/1200`, { method: 'POST', body: value })).status;
+    if (status !== 201) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.equal(status, 201, 'written while a replica is down');
+  const aliens = await Promise.all([n2, n3].map(async (n) => JSON.stringify(await (await fetch(`${n.url}/alien/dir`)).json())));
+  t.ok(aliens.some((tree) => tree.includes('"n1"')), 'an alien copy for n1 is held');
+  // A read through n3 asks n2's replica and, a replica missing, the alien copies: all opened, one answers, the others closed.
+  for (const n of [n3, n2, n3]) {
+    const got = await fetch(`${n.url}/data/1200`);
+    t.equal(got.status, 200, n.name);
+    t.ok(Buffer.from(await got.arrayBuffer()).equals(value), `${n.name} reads it, byte-exact`);
+    const part = await fetch(`${n.url}/data/1200`, { headers: { Range: 'bytes=7000000-7000009' } });
+    t.ok(Buffer.from(await part.arrayBuffer()).equals(value.subarray(7000000, 7000010)), `${n.name}: a range of it`);
+  }
+});
