@@ -54,7 +54,9 @@ export async function readWithinBudget(v: OpenedValue, budget: BodyBudget, offse
       await v.reader.read(offset, value);
       return { record: { kind: 'found', version: v.version, value }, give };
     } catch (err) {
-      give();
+      // Not the buffer: a failed read is not known to be done writing into it.
+      held = false;
+      budget.give(length);
       throw err;
     }
   } finally {

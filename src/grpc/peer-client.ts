@@ -27,7 +27,7 @@ import { LinkOutcome, LinkStream, unreachable } from '../link/link-stream';
 import { decodeResultBatch, encodeOperationBatch, newOperation, setVersion } from './operation-codec';
 import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
-import { OpenedValue } from '../model/value';
+import { OpenedValue, WHOLE_UP_TO } from '../model/value';
 import { peerValue } from './peer-value';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
@@ -71,9 +71,6 @@ type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb:
 const SOURCES: Record<GetSource, number> = { all: Source.ALL, normal: Source.NORMAL, alien: Source.ALIEN };
 
 const nothing = (): void => undefined;
-
-/** Values larger than this are opened (read in parts), as this node's own storage opens them. */
-const WHOLE_UP_TO = 64 * 1024;
 
 export class PeerClient implements NodeApi {
   private readonly client: grpc.Client & Record<string, Unary<unknown, unknown>>;

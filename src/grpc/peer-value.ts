@@ -30,21 +30,29 @@ class PeerValueReader implements ValueReader {
     private readonly readPart: ReadPart,
   ) {}
 
+  /** Settles once no part is being read into `target` any more, a failed one included. */
   async read(offset: number, target: Buffer): Promise<void> {
     if (offset + target.length > this.size) throw errors.internal(`bytes [${offset}, ${offset + target.length}) of a value of ${this.size} bytes`);
     let next = 0;
+    let failed = false;
     const one = async (): Promise<void> => {
-      while (next < target.length) {
+      while (next < target.length && !failed) {
         const at = next;
         const n = Math.min(PART, target.length - at);
         next += n;
         this.open();
-        const part = await this.readPart(offset + at, n, false);
-        if (part.length !== n) throw errors.failed(`the peer sent ${part.length} bytes of a part of ${n}`);
-        part.copy(target, at);
+        try {
+          const part = await this.readPart(offset + at, n, false);
+          if (part.length !== n) throw errors.failed(`the peer sent ${part.length} bytes of a part of ${n}`);
+          if (!failed) part.copy(target, at);
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, Math.ceil(target.length / PART)) }, one));
+    const settled = await Promise.allSettled(Array.from({ length: Math.min(PARTS_IN_FLIGHT, Math.ceil(target.length / PART)) }, one));
+    for (const s of settled) if (s.status === 'rejected') throw s.reason;
   }
 
   /** Nothing goes to the socket from here: the bytes are not in a local file, and are read and written. */

@@ -51,6 +51,13 @@ export interface OpenedValue {
   reader: ValueReader;
 }
 
+/**
+ * Values larger than this are opened (read in parts) by the reads that may
+ * open them, a node's own and a peer's; smaller ones are read whole: below
+ * it a read in parts costs more than it saves.
+ */
+export const WHOLE_UP_TO = 64 * 1024;
+
 export function isOpened(r: { kind: string } | null): r is OpenedValue {
   return r !== null && (r as OpenedValue).reader !== undefined;
 }

@@ -9,7 +9,7 @@ import { VersionClock } from '../model/clock';
 import { errors, isOysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, KeyState, StoredRecord, Version } from '../model/version';
-import { isOpened, OpenedValue } from '../model/value';
+import { isOpened, OpenedValue, WHOLE_UP_TO } from '../model/value';
 import { isEngineError, EngineErrorCode, PutStream } from './engine';
 import { isConnectionError } from './free-space';
 import { SnapshotEntry } from './engine-snapshot';
@@ -35,11 +35,6 @@ export interface VdiskOptions extends PartitionListOptions {
 }
 
 type State = 'stopped' | 'running' | 'remounting';
-
-// With `open`, values up to this size are still read whole: below it a read
-// in parts costs more than it saves.
-const WHOLE_UP_TO = 64 * 1024;
-
 
 export class Vdisk {
   readonly partitions: PartitionList;
