@@ -374,7 +374,11 @@ export class Grinder implements DataApi {
       .answers()
       .filter((a) => a.value === null || (a.value.version !== null && compareRecords(a.value as KeyState, record) < 0))
       .map((a) => a.node);
-    this.parts.repair?.schedule(key, record, stale);
+    if (stale.length === 0) return;
+    if (!isOpened(record)) return this.parts.repair?.schedule(key, record, stale);
+    // A value left opened is read again for its repair, from a replica that reported its version.
+    const holder = replicas.answers().find((a) => a.value !== null && a.value.version !== null && compareRecords(a.value as KeyState, record) === 0);
+    this.parts.repair?.schedule(key, record, stale, holder?.node ?? this.topology.self.name);
   }
 
   // ----------------------------------------------------------------- EXIST

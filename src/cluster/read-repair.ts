@@ -5,9 +5,8 @@
 // nothing. Bounded: at most `maxInFlight` repairs run at once and one per
 // key; a repair beyond that is dropped (anti-entropy catches up later) and
 // counted. A large value that was read in parts (opened) is read again
-// whole from this node's storage for its repair, within the memory for
-// values in flight, and held only while it is written; one this node does
-// not hold (it was read from a peer) is left to anti-entropy.
+// whole for its repair, from a replica that holds it, within the memory for
+// values in flight, and held only while it is written.
 import { compareRecords, StoredRecord } from '../model/version';
 import { Logger } from '../logging/logger';
 import { NodeApi } from '../model/node-api';
@@ -18,11 +17,11 @@ export type RepairOutcome = 'repaired' | 'failed' | 'dropped';
 export interface ReadRepairParts {
   node: (name: string) => NodeApi;
   /**
-   * This node's newest record of key, a large value read whole, and what
-   * gives its memory back; null when it holds none. Rejects when there is
-   * no room for it.
+   * The newest record of key on node `from` (this node or a peer), a large
+   * value of about `size` bytes read whole, and what gives its memory back;
+   * null when it holds none. Rejects when there is no room for it.
    */
-  load: (key: Buffer) => Promise<{ record: StoredRecord; give(): void } | null>;
+  load: (key: Buffer, from: string, size: number) => Promise<{ record: StoredRecord; give(): void } | null>;
   maxInFlight: number;
   log: Logger;
   onRepair?: (outcome: RepairOutcome) => void;
@@ -34,8 +33,8 @@ export class ReadRepair {
 
   constructor(private readonly parts: ReadRepairParts) {}
 
-  /** Writes `record` (the newest found; opened: this node's, read again) to `nodes`, which answered with older ones. */
-  schedule(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[]): void {
+  /** Writes `record` (the newest found; opened: read again from node `from`) to `nodes`, which answered with older ones. */
+  schedule(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from?: string): void {
     if (nodes.length === 0) return;
     const id = key.toString('latin1');
     if (this.inFlight >= this.parts.maxInFlight || this.keys.has(id)) {
@@ -44,30 +43,28 @@ export class ReadRepair {
     }
     this.inFlight++;
     this.keys.add(id);
-    void this.repair(key, record, nodes).finally(() => {
+    void this.repair(key, record, nodes, from).finally(() => {
       this.inFlight--;
       this.keys.delete(id);
     });
   }
 
-  private async repair(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[]): Promise<void> {
+  private async repair(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from: string | undefined): Promise<void> {
     if (!isOpened(record)) {
       await Promise.allSettled(nodes.map((n) => this.write(n, key, record)));
       return;
     }
     let loaded: Awaited<ReturnType<ReadRepairParts['load']>>;
     try {
-      loaded = await this.parts.load(key);
+      loaded = await this.parts.load(key, from ?? '', record.size);
+      // Older than the record read (its holder lost it since): nothing to repair with.
+      if (loaded !== null && compareRecords(loaded.record, record) < 0) {
+        loaded.give();
+        loaded = null;
+      }
+      if (loaded === null) throw new Error(`${from} no longer holds the version read`);
     } catch (err) {
       for (const name of nodes) this.failed(name, err);
-      return;
-    }
-    if (loaded === null) return;
-    // A value read from a peer that this node holds an older version of (or
-    // none) is left to anti-entropy: the peer's reader was closed with the answer.
-    if (compareRecords(loaded.record, record) < 0) {
-      loaded.give();
-      this.parts.onRepair?.('dropped');
       return;
     }
     try {

@@ -20,8 +20,6 @@ import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { OperationsEndpoint } from '../grpc/operations-service';
 import { bobService, createGrpcServer } from '../grpc/server';
-import { readWithinBudget } from '../grpc/answer-budget';
-import { isOpened } from '../model/value';
 import { ServingPort } from '../link/port';
 import { parseHostPort } from '../config/address';
 import { LoadedConfig } from '../config/load';
@@ -42,6 +40,7 @@ import { alienLocation, createNodeStore } from './storage';
 import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
 import { versionInfo } from './version';
 import { VersionClock } from '../model/clock';
+import { errors } from '../model/errors';
 import { formatVersion } from '../model/version';
 
 export interface NodeOptions {
@@ -260,10 +259,22 @@ export class OysterNode {
       repair: new ReadRepair({
         node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
         maxInFlight: 64,
-        load: async (key) => {
-          const r = await this.store.get(key, 'normal', true);
-          if (r === null) return null;
-          return isOpened(r) ? readWithinBudget(r, bodyBudget) : { record: r, give: () => undefined };
+        // A large value is read whole for its repair, once the memory for values in flight has room for it.
+        load: async (key, from, size) => {
+          if (size > bodyBudget.limit || !(await bodyBudget.take(size))) throw errors.unavailable(`no room in http_body_memory_limit for a value of ${size} bytes`);
+          let held = true;
+          const give = () => {
+            if (held) bodyBudget.give(size);
+            held = false;
+          };
+          try {
+            const r = await (from === this.topology.self.name ? this.store : this.peers.get(from))?.get(key, 'normal');
+            if (!r) give();
+            return r ? { record: r, give } : null;
+          } catch (err) {
+            give();
+            throw err;
+          }
         },
         log: cluster,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),

@@ -189,3 +189,35 @@ t.test('large alien copies are read in parts while a replica is down', async (t)
     t.ok(Buffer.from(await part.arrayBuffer()).equals(value.subarray(7000000, 7000010)), `${n.name}: a range of it`);
   }
 });
+
+t.test('read repair of a large value passed on by a node holding no replica', async (t) => {
+  const files = await writeCluster(
+    tempDir(t),
+    { nodes: [{ name: 'n1' }, { name: 'n2' }, { name: 'n3' }], replicas: [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']], keySize: 8 },
+    { quorum: 2, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
+  );
+  const procs = await Promise.all(['n1', 'n2', 'n3'].map((n) => startNode(files, n)));
+  t.teardown(async () => {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
+  });
+  const [, , n3] = procs;
+  const client = new BobClient(files.addresses.n1, 60_000);
+  const peer = new BobClient(files.addresses.n2, 60_000);
+  t.teardown(() => [client, peer].forEach((c) => c.close()));
+  // Written to n1's replica alone: n2's misses it. n3 holds neither.
+  const value = new Rng(43).bytes(VALUE);
+  await client.put(keyBytes(1300, 8), value, 1_700_000_000, { force_node: true });
+  const got = Buffer.from(await (await fetch(`${n3.url}/data/1300`)).arrayBuffer());
+  t.ok(got.equals(value), 'n3 passes it on, in parts');
+  let repaired: Buffer | null = null;
+  for (let i = 0; i < 100 && repaired === null; i++) {
+    repaired = await peer.get(keyBytes(1300, 8), { force_node: true }).then(
+      (b) => b.data,
+      () => null,
+    );
+    if (repaired === null) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.ok(repaired?.equals(value), "read repair wrote it to n2's replica, byte-exact");
+  const metrics = await (await fetch(`${n3.url}/metrics`)).text();
+  t.match(metrics, /^oyster_read_repairs_total\{outcome="repaired"\} 1$/m, 'by read repair, from n3');
+});
