@@ -25,16 +25,16 @@ function peakRss(pid: number): number {
 
 type Node = { proc: OysterProcess; address: string; disk: string };
 
-/** Two nodes; both vdisks have a replica on each, or (`n1Only`) on n1 alone. */
-async function pair(t: Test, n1Only = false): Promise<Node[]> {
-  const replicas = n1Only ? [['n1/disk1'], ['n1/disk1']] : [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']];
+/** The nodes `names`, both vdisks with a replica on each of `holders`, a 16 MiB budget. */
+async function cluster(t: Test, names: string[], holders: string[], quorum: number): Promise<Node[]> {
+  const replicas = [0, 1].map(() => holders.map((n) => `${n}/disk1`));
   const files = await writeCluster(
     tempDir(t),
-    { nodes: [{ name: 'n1' }, { name: 'n2' }], replicas, keySize: 8 },
-    { quorum: n1Only ? 1 : 2, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
+    { nodes: names.map((name) => ({ name })), replicas, keySize: 8 },
+    { quorum, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
   );
   return Promise.all(
-    ['n1', 'n2'].map(async (name) => {
+    names.map(async (name) => {
       const proc = await startNode(files, name);
       t.teardown(async () => {
         if (proc.child.exitCode === null && proc.child.signalCode === null) await proc.stop();
@@ -42,6 +42,24 @@ async function pair(t: Test, n1Only = false): Promise<Node[]> {
       return { proc, address: files.addresses[name], disk: files.disks[name].disk1 };
     }),
   );
+}
+
+/** Two nodes; both vdisks have a replica on each, or (`n1Only`) on n1 alone. */
+function pair(t: Test, n1Only = false): Promise<Node[]> {
+  return n1Only ? cluster(t, ['n1', 'n2'], ['n1'], 1) : cluster(t, ['n1', 'n2'], ['n1', 'n2'], 2);
+}
+
+/** What `node`'s own replica holds of key once it holds a value (read repair is in the background); null after 5 s. */
+async function repairedOn(node: BobClient, key: Buffer): Promise<Buffer | null> {
+  for (let i = 0; i < 100; i++) {
+    const held = await node.get(key, { force_node: true }).then(
+      (b) => b.data,
+      () => null,
+    );
+    if (held !== null) return held;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return null;
 }
 
 t.test('8 REST GETs of 12 MiB at once on a node holding one of two replicas', async (t) => {
@@ -81,15 +99,7 @@ t.test('read repair of a large value read in parts', async (t) => {
   t.equal(codeOf(await peer.get(keyBytes(900, 8), { force_node: true }).catch((e: unknown) => e)), Status.NOT_FOUND, "n2's replica misses it");
   const got = Buffer.from(await (await fetch(`${n1.proc.url}/data/900`)).arrayBuffer());
   t.ok(got.equals(value), 'n1 answers it, in parts');
-  let repaired: Buffer | null = null;
-  for (let i = 0; i < 100 && repaired === null; i++) {
-    repaired = await peer.get(keyBytes(900, 8), { force_node: true }).then(
-      (b) => b.data,
-      () => null,
-    );
-    if (repaired === null) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  t.ok(repaired?.equals(value), "read repair wrote it to n2's replica, byte-exact");
+  t.ok((await repairedOn(peer, keyBytes(900, 8)))?.equals(value), "read repair wrote it to n2's replica, byte-exact");
   const metrics = await (await fetch(`${n1.proc.url}/metrics`)).text();
   t.match(metrics, /^oyster_read_repairs_total\{outcome="repaired"\} 1$/m, 'by read repair');
 });
@@ -159,16 +169,7 @@ t.test('a damaged part of a value passed on by a node holding no replica ends th
 });
 
 t.test('large alien copies are read in parts while a replica is down', async (t) => {
-  const files = await writeCluster(
-    tempDir(t),
-    { nodes: [{ name: 'n1' }, { name: 'n2' }, { name: 'n3' }], replicas: [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']], keySize: 8 },
-    { quorum: 1, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
-  );
-  const procs = await Promise.all(['n1', 'n2', 'n3'].map((n) => startNode(files, n)));
-  t.teardown(async () => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
-  });
-  const [n1, n2, n3] = procs;
+  const [n1, n2, n3] = (await cluster(t, ['n1', 'n2', 'n3'], ['n1', 'n2'], 1)).map((n) => n.proc);
   await n1.stop();
   const value = new Rng(88).bytes(VALUE);
   // n1's copy goes to an alien directory once n3 has seen n1 go.
@@ -191,33 +192,16 @@ t.test('large alien copies are read in parts while a replica is down', async (t)
 });
 
 t.test('read repair of a large value passed on by a node holding no replica', async (t) => {
-  const files = await writeCluster(
-    tempDir(t),
-    { nodes: [{ name: 'n1' }, { name: 'n2' }, { name: 'n3' }], replicas: [['n1/disk1', 'n2/disk1'], ['n1/disk1', 'n2/disk1']], keySize: 8 },
-    { quorum: 2, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
-  );
-  const procs = await Promise.all(['n1', 'n2', 'n3'].map((n) => startNode(files, n)));
-  t.teardown(async () => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
-  });
-  const [, , n3] = procs;
-  const client = new BobClient(files.addresses.n1, 60_000);
-  const peer = new BobClient(files.addresses.n2, 60_000);
+  const [n1, n2, { proc: n3 }] = await cluster(t, ['n1', 'n2', 'n3'], ['n1', 'n2'], 2);
+  const client = new BobClient(n1.address, 60_000);
+  const peer = new BobClient(n2.address, 60_000);
   t.teardown(() => [client, peer].forEach((c) => c.close()));
   // Written to n1's replica alone: n2's misses it. n3 holds neither.
   const value = new Rng(43).bytes(VALUE);
   await client.put(keyBytes(1300, 8), value, 1_700_000_000, { force_node: true });
   const got = Buffer.from(await (await fetch(`${n3.url}/data/1300`)).arrayBuffer());
   t.ok(got.equals(value), 'n3 passes it on, in parts');
-  let repaired: Buffer | null = null;
-  for (let i = 0; i < 100 && repaired === null; i++) {
-    repaired = await peer.get(keyBytes(1300, 8), { force_node: true }).then(
-      (b) => b.data,
-      () => null,
-    );
-    if (repaired === null) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  t.ok(repaired?.equals(value), "read repair wrote it to n2's replica, byte-exact");
+  t.ok((await repairedOn(peer, keyBytes(1300, 8)))?.equals(value), "read repair wrote it to n2's replica, byte-exact");
   const metrics = await (await fetch(`${n3.url}/metrics`)).text();
   t.match(metrics, /^oyster_read_repairs_total\{outcome="repaired"\} 1$/m, 'by read repair, from n3');
 });
