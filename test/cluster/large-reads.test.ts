@@ -2,11 +2,12 @@
 // holding one of a vdisk's replicas sends a large value in parts (REST) or
 // read within the budget (gRPC), as a node holding its only replica does,
 // while the other replica answers for its version; read repair of a large
-// value holds no more than the budget either. A node that holds no replica
-// of the key passes the value on from its peer in parts: its memory stays
-// within the budget, ranges and HEAD are answered as on the holder, and a
-// damaged part ends the answer short. Real oysterd processes over REST and
-// gRPC.
+// value holds no more than the budget either, and reads it from a replica
+// that holds it. A node that holds no replica of the key passes the value
+// on from its peer in parts: its memory stays within the budget, ranges and
+// HEAD are answered as on the holder, and a damaged part ends the answer
+// short; alien copies, read while a replica is down, come the same way.
+// Real oysterd processes over REST and gRPC.
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { Test } from 'tap';
