@@ -38,7 +38,7 @@ export async function readWithinBudget(v: OpenedValue, budget: BodyBudget, offse
       );
     }
     if (!(await budget.take(length))) {
-      throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
+      throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, budget.refusal);
     }
     // A fresh buffer per answer would have V8 collect its whole heap every few tens of MiB.
     const buffer = pooled && length <= VALUE_BUFFER ? budget.buffer() : null;

@@ -49,7 +49,7 @@ function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, b
         return;
       }
       if (!ok) {
-        refuse(stream, call, grpc.status.RESOURCE_EXHAUSTED, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
+        refuse(stream, call, grpc.status.RESOURCE_EXHAUSTED, budget.refusal);
         return;
       }
       // The whole message is in once the client has sent all it will (a unary call sends one).

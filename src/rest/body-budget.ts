@@ -3,7 +3,9 @@
 // SMALL_BODY bytes or more held whole holds its bytes, one written as it
 // arrives two windows (middleware/streamed-body.ts), a large value being
 // sent its buffer (http/opened-value.ts), a gRPC request message its length
-// (../grpc/receive-budget.ts) — from the first byte until the response is done.
+// (../grpc/receive-budget.ts), a value read whole for a gRPC answer, a peer's
+// part or a read repair its length (../grpc/answer-budget.ts) — from the
+// first byte until the response is done.
 // What does not fit waits, in order of arrival, and is refused with 503 and
 // Retry-After if it still does not fit after MAX_WAIT_MS, unread. Nothing
 // larger than the budget is ever held whole (StreamedBody.whole refuses it),
@@ -35,6 +37,11 @@ export class BodyBudget {
   /** Bytes of bodies held now. */
   get inUse(): number {
     return this.used;
+  }
+
+  /** What a value refused for want of room is told (REST answers, gRPC messages and answers). */
+  get refusal(): string {
+    return `the node holds ${this.used} bytes of values in flight (http_body_memory_limit ${this.limit}); retry later`;
   }
 
   /** Takes `bytes` now if they fit (or nothing else is held and nobody waits); false otherwise. */

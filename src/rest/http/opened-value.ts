@@ -53,7 +53,7 @@ export async function sendOpened(
   const room = Math.min(CHUNK, length);
   if (!(await budget.take(room))) {
     ctx.set('Retry-After', '5');
-    ctx.throw(503, `the node holds ${budget.inUse} bytes of values in flight (http_body_memory_limit ${budget.limit}); retry later`);
+    ctx.throw(503, budget.refusal);
   }
   const res = ctx.res;
   let buffer: Buffer | null = null;
