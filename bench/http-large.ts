@@ -2,8 +2,10 @@
 // `npm run bench:http`: GET and POST of 1 MiB values with wrk (64
 // connections, rounds alternating; nginx answers PUT, WebDAV), and one
 // 64 MiB value written and read by one client, against nginx and against
-// `dd` (no sync) writing the same bytes to the same file system. Server CPU
-// is utime + stime of the server's processes per request.
+// `dd` writing the same bytes to the same file system, without a sync (the
+// target's peer) and with one at its end (`conv=fdatasync`: the device's
+// part, which oysterd's syncs every max_dirty_bytes_before_sync wait for).
+// Server CPU is utime + stime of the server's processes per request.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -39,7 +41,7 @@ function send(url: string, method: string, body?: Buffer): Promise<{ status: num
 
 const wrk = (s: Server, script: string, seconds: number, connections: number) => runWrk({ url: s.url, pids: s.pids(), script, seconds, connections });
 
-export async function largeValues(dir: string, oyster: { url: string; pid: number }, o: { rounds: number; wrkSeconds: number; connections: number }): Promise<void> {
+export async function largeValues(dir: string, oyster: { url: string; pid: number }, o: { rounds: number; wrkSeconds: number; connections: number; maxDirty: string }): Promise<void> {
   if (!nginxInstalled() || spawnSync('wrk', ['--version']).error) {
     console.log('\nnginx or wrk: not installed (Debian: apt-get install nginx-light wrk); the comparison of large values with nginx is skipped');
     return;
@@ -93,15 +95,21 @@ export async function largeValues(dir: string, oyster: { url: string; pid: numbe
     const big = Buffer.alloc(64 * MiB, 'b');
     const ddFile = path.join(dir, 'dd-64m');
     const ddRuns: number[] = [];
+    const ddSyncRuns: number[] = [];
+    const dd = (...extra: string[]): number => {
+      const t0 = performance.now();
+      execFileSync('dd', ['if=/dev/zero', `of=${ddFile}`, 'bs=1M', 'count=64', ...extra], { stdio: 'ignore' });
+      const rate = big.length / ((performance.now() - t0) / 1000);
+      fs.rmSync(ddFile);
+      return rate;
+    };
     const one = servers.map(() => ({ write: [] as number[], read: [] as number[], writeCpu: [] as number[], readCpu: [] as number[] }));
     for (let round = 0; round < o.rounds; round++) {
-      let t0 = performance.now();
-      execFileSync('dd', ['if=/dev/zero', `of=${ddFile}`, 'bs=1M', 'count=64'], { stdio: 'ignore' });
-      ddRuns.push(big.length / ((performance.now() - t0) / 1000));
-      fs.rmSync(ddFile);
+      ddRuns.push(dd());
+      ddSyncRuns.push(dd('conv=fdatasync'));
       for (const [i, s] of servers.entries()) {
         let c0 = cpuOf(s);
-        t0 = performance.now();
+        let t0 = performance.now();
         const w = await send(`${s.url}/data/1000000`, s.write, big);
         if (w.status !== 201 && w.status !== 204) throw new Error(`${s.name} ${s.write} 64 MiB: ${w.status}`);
         one[i].write.push(big.length / ((performance.now() - t0) / 1000));
@@ -115,20 +123,24 @@ export async function largeValues(dir: string, oyster: { url: string; pid: numbe
       }
     }
     const mbs = (x: number) => fmt(x / 1e6);
-    console.log(`\nOne 64 MiB value, one client, ${o.rounds} rounds alternating (medians; CPU: the server's, per transfer):\n`);
+    const ms = (seconds: number) => fmt(seconds * 1000);
+    console.log(
+      `\nOne 64 MiB value, one client, ${o.rounds} rounds alternating (medians; CPU: the server's, per transfer; oysterd's max_dirty_bytes_before_sync ${o.maxDirty}):\n`,
+    );
     console.log(
       table([
         {
-          'dd write MB/s': mbs(median(ddRuns)),
+          'dd write MB/s (no sync / fdatasync)': `${mbs(median(ddRuns))} / ${mbs(median(ddSyncRuns))}`,
           'oysterd write MB/s': mbs(median(one[0].write)),
           'nginx PUT MB/s': mbs(median(one[1].write)),
           'oysterd / dd': `${fmt(median(one[0].write.map((x, r) => x / ddRuns[r])), 2)}×`,
+          'oysterd / dd fdatasync': `${fmt(median(one[0].write.map((x, r) => x / ddSyncRuns[r])), 2)}×`,
           'oysterd / nginx write': `${fmt(median(one[0].write.map((x, r) => x / one[1].write[r])), 2)}×`,
-          'write CPU s oysterd / nginx': `${fmt(median(one[0].writeCpu), 2)} / ${fmt(median(one[1].writeCpu), 2)}`,
+          'write CPU ms oysterd / nginx': `${ms(median(one[0].writeCpu))} / ${ms(median(one[1].writeCpu))}`,
           'oysterd read MB/s': mbs(median(one[0].read)),
           'nginx GET MB/s': mbs(median(one[1].read)),
           'oysterd / nginx read': `${fmt(median(one[0].read.map((x, r) => x / one[1].read[r])), 2)}×`,
-          'read CPU s oysterd / nginx': `${fmt(median(one[0].readCpu), 2)} / ${fmt(median(one[1].readCpu), 2)}`,
+          'read CPU ms oysterd / nginx': `${ms(median(one[0].readCpu))} / ${ms(median(one[1].readCpu))}`,
         },
       ]),
     );

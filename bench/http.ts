@@ -1,4 +1,4 @@
-// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5] [--read-cache-mib=256] [--small-only | --large-only]
+// npm run bench:http -- [--keys=100000] [--gets=100000] [--posts=100000] [--concurrency=64] [--rounds=4] [--client=undici|http] [--wrk-seconds=5] [--read-cache-mib=256] [--max-dirty-mib=N] [--small-only | --large-only]
 //
 // REST data API throughput and latency of a real oysterd (one node, one
 // disk, spawned on a temporary configuration as the tests do) against the
@@ -11,7 +11,9 @@
 // Rounds alternate between the servers; the best round of each counts.
 // oysterd runs with read_cache_size `--read-cache-mib` (256 MiB: its read
 // cache holds the loaded values, as the ceiling's Map does; 0 measures every
-// read through the engine).
+// read through the engine). `--max-dirty-mib` sets its
+// max_dirty_bytes_before_sync (default 10 MiB): how much a value may run
+// ahead of its syncs, which a large upload waits for (bench/http-large.ts).
 // The client is undici's Pool when it can be loaded (it is cheaper per
 // request than node:http, which matters on a small machine), else node:http.
 //
@@ -40,6 +42,8 @@ const ROUNDS = arg('rounds', 4);
 const CLIENT = process.argv.find((a) => a.startsWith('--client='))?.slice(9) ?? 'undici';
 const WRK_SECONDS = arg('wrk-seconds', 5);
 const READ_CACHE_MIB = arg('read-cache-mib', 256);
+const MAX_DIRTY_MIB = arg('max-dirty-mib', 0);
+const LARGE = { rounds: ROUNDS, wrkSeconds: WRK_SECONDS, connections: CONCURRENCY, maxDirty: MAX_DIRTY_MIB > 0 ? `${MAX_DIRTY_MIB} MiB` : '10 MiB (default)' };
 const VALUE = 1024;
 // --small-only: leave out the large values against nginx.
 const ONLY_SMALL = process.argv.includes('--small-only');
@@ -151,7 +155,14 @@ async function main(): Promise<void> {
   let ceiling: ChildProcess | null = null;
   let bare: ChildProcess | null = null;
   try {
-    const files = await writeCluster(dir, { nodes: [{ name: 'bench' }], vdisks: 4 }, { extra: { read_cache_size: `${READ_CACHE_MIB} MiB` } });
+    const files = await writeCluster(
+      dir,
+      { nodes: [{ name: 'bench' }], vdisks: 4 },
+      {
+        extra: { read_cache_size: `${READ_CACHE_MIB} MiB` },
+        ...(MAX_DIRTY_MIB > 0 ? { pearl: { max_dirty_bytes_before_sync: `${MAX_DIRTY_MIB} MiB` } } : {}),
+      },
+    );
     oyster = await startNode(files, 'bench');
     const c = await startCeiling();
     ceiling = c.child;
@@ -161,7 +172,7 @@ async function main(): Promise<void> {
     ];
     console.log(`# REST data API benchmark\n\n${machine()}`);
     if (ONLY_LARGE) {
-      await largeValues(dir, targets[0], { rounds: ROUNDS, wrkSeconds: WRK_SECONDS, connections: CONCURRENCY });
+      await largeValues(dir, targets[0], LARGE);
       return;
     }
     const clients = targets.map((t) => ({ ...restClient(t.url, CONCURRENCY, CLIENT === 'undici'), pid: t.pid }));
@@ -213,7 +224,7 @@ async function main(): Promise<void> {
     console.log(`\ntargets: GET ≥ 0.8×, POST ≥ 0.7× of the ceiling (ops/s); CPU µs/op: server process, all threads, per request`);
     for (const cl of clients) await cl.close();
     wrkRounds(dir, [...targets, { url: b.url, pid: b.child.pid! }]);
-    if (!ONLY_SMALL) await largeValues(dir, targets[0], { rounds: ROUNDS, wrkSeconds: WRK_SECONDS, connections: CONCURRENCY });
+    if (!ONLY_SMALL) await largeValues(dir, targets[0], LARGE);
   } finally {
     ceiling?.kill('SIGTERM');
     bare?.kill('SIGTERM');
