@@ -9,72 +9,7 @@
 // fields are left undefined when absent (a failure without a version).
 import { Version } from '../model/version';
 import { OperationBatchMsg, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
-
-const VARINT = 0;
-const FIXED64 = 1;
-const BYTES = 2;
-const FIXED32 = 5;
-
-/** Bytes of `v` as a varint. */
-function varintSize(v: number): number {
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 0x80);
-    n++;
-  }
-  return n;
-}
-
-function num(v: number | string | undefined): number {
-  return typeof v === 'string' ? Number(v) : (v ?? 0);
-}
-
-// A message's fields are listed once (writeOperation, writeResult) and
-// written twice by a Writer: without a buffer it only counts their bytes,
-// then into a batch allocated at its exact length. No nested message is
-// moved once its length is known. Zero numbers and empty strings are not
-// written.
-class Writer {
-  /** Bytes written (or counted) so far. */
-  at = 0;
-
-  constructor(readonly buf: Buffer | null) {}
-
-  varint(v: number): void {
-    const buf = this.buf;
-    if (buf === null) {
-      this.at += varintSize(v);
-      return;
-    }
-    while (v >= 0x80) {
-      buf[this.at++] = (v % 0x80) | 0x80;
-      v = Math.floor(v / 0x80);
-    }
-    buf[this.at++] = v;
-  }
-
-  uint(field: number, v: number): void {
-    if (v === 0) return;
-    this.varint(field * 8 + VARINT);
-    this.varint(v);
-  }
-
-  bytes(field: number, b: Buffer): void {
-    this.varint(field * 8 + BYTES);
-    this.varint(b.length);
-    if (this.buf !== null) b.copy(this.buf, this.at);
-    this.at += b.length;
-  }
-
-  string(field: number, s: string | undefined): void {
-    if (!s) return;
-    const length = Buffer.byteLength(s);
-    this.varint(field * 8 + BYTES);
-    this.varint(length);
-    if (this.buf !== null) this.buf.write(s, this.at, 'utf8');
-    this.at += length;
-  }
-}
+import { BYTES, num, Reader, VARINT, varintSize, Writer } from './protobuf-wire';
 
 /** A batch: field 1 repeated, one nested message per item, in a buffer `alloc` gives for its exact length. */
 function encodeBatch<T>(items: T[], write: (f: Writer, item: T) => void, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Buffer {
@@ -94,54 +29,6 @@ function encodeBatch<T>(items: T[], write: (f: Writer, item: T) => void, alloc: 
     write(w, item);
   });
   return batch;
-}
-
-/** Reads one message's fields. */
-class Reader {
-  at: number;
-
-  constructor(
-    readonly buf: Buffer,
-    from = 0,
-    readonly end = buf.length,
-  ) {
-    this.at = from;
-  }
-
-  more(): boolean {
-    return this.at < this.end;
-  }
-
-  varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < 10; i++) {
-      if (this.at >= this.end) throw new Error('truncated varint');
-      const b = this.buf[this.at++];
-      v += (b & 0x7f) * scale;
-      scale *= 0x80;
-      if (b < 0x80) return v > Number.MAX_SAFE_INTEGER ? -1 : v;
-    }
-    throw new Error('varint longer than 10 bytes');
-  }
-
-  /** The bytes of a length-delimited field, without copying them. */
-  bytes(): Buffer {
-    const n = this.varint();
-    if (n < 0 || this.at + n > this.end) throw new Error('truncated field');
-    const b = this.buf.subarray(this.at, this.at + n);
-    this.at += n;
-    return b;
-  }
-
-  skip(type: number): void {
-    if (type === VARINT) this.varint();
-    else if (type === BYTES) this.bytes();
-    else if (type === FIXED64) this.at += 8;
-    else if (type === FIXED32) this.at += 4;
-    else throw new Error(`wire type ${type}`);
-    if (this.at > this.end) throw new Error('truncated field');
-  }
 }
 
 function writeOperation(f: Writer, op: OperationMsg): void {

@@ -12,7 +12,8 @@ import { isOpened, OpenedValue } from '../model/value';
 import { keyToHex } from '../keys/key';
 import { Logger } from '../logging/logger';
 import { KeyState, StoredValue, Version } from '../model/version';
-import { BlobMetaMsg, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
+import { BlobMetaMsg, BlobMsg, BobApiService, DeleteRequestMsg, ExistRequestMsg, GetRequestMsg, PutRequestMsg } from './proto';
+import { encodeBlob } from './blob-codec';
 import { BodyBudget } from '../rest/body-budget';
 import { holdUntilSent, readWithinBudget } from './answer-budget';
 import { receiveWithinBudget } from './receive-budget';
@@ -220,6 +221,12 @@ export function serverStream<Req, Res>(
   };
 }
 
+/** BobApi's definition as this node serves it: Get's answer is written by ./blob-codec.ts. */
+export const bobDefinition: grpc.ServiceDefinition = {
+  ...BobApiService,
+  Get: { ...BobApiService.Get, responseSerialize: encodeBlob },
+};
+
 export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplementation {
   const { local, grinder, heardFrom, keySize, budget, sendTimeoutMs } = parts;
   // A value left opened is read whole within the budget, and holds its room until the answer has left.
@@ -240,7 +247,7 @@ export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplement
       return { value: { error: null } };
     }),
 
-    Get: unary<GetRequestMsg, object>(parts, 'Get', async (call) => {
+    Get: unary<GetRequestMsg, BlobMsg>(parts, 'Get', async (call) => {
       const req = call.request;
       const k = key(req.key, keySize, 'Key is mandatory');
       const src = source(req.options);

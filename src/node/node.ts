@@ -19,7 +19,7 @@ import { BobApiService, ReplicasService } from '../grpc/proto';
 import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { OperationsEndpoint } from '../grpc/operations-service';
-import { bobService, createGrpcServer } from '../grpc/server';
+import { bobDefinition, bobService, createGrpcServer } from '../grpc/server';
 import { ServingPort } from '../link/port';
 import { parseHostPort } from '../config/address';
 import { LoadedConfig } from '../config/load';
@@ -296,7 +296,7 @@ export class OysterNode {
     const grpcServer = createGrpcServer(
       [
         {
-          definition: BobApiService,
+          definition: bobDefinition,
           implementation: bobService({
             ...calls,
             local: instrumentLocal(this.store, this.metrics),

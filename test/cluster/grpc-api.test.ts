@@ -229,4 +229,16 @@ t.test('key_size 16', async (t) => {
   t.teardown(() => m0.close());
   await m0.ping();
   t.pass('Ping');
+
+  // Answers up to 1 MiB are written into one buffer the node keeps for the
+  // next (src/grpc/blob-codec.ts): many at once must each keep their own bytes.
+  const sizes = [0, 1, 100, 65_537, 1_048_575, 1_048_576, 1_048_577, 3 << 20];
+  const values = sizes.map((n, i) => Buffer.from(Array.from({ length: n }, (_, j) => (j * 31 + i * 7) & 0xff)));
+  const keys = sizes.map((_, i) => k16(1000 + i));
+  for (const [i, v] of values.entries()) await c.grpc('m0').put(keys[i], v, TS + i);
+  const answers = await Promise.allSettled(
+    Array.from({ length: 4 }, () => values.map((_, i) => c.grpc(i % 2 ? 'm0' : 'm1').get(keys[i]))).flat(),
+  );
+  const wrong = answers.filter((a, j) => a.status === 'rejected' || !a.value.data.equals(values[j % values.length]) || a.value.timestamp !== String(TS + (j % values.length)));
+  t.equal(wrong.length, 0, `${answers.length} Gets at once of values of ${sizes.join(', ')} bytes: each answer its own value and timestamp`);
 });
