@@ -23,7 +23,7 @@ export function num(v: number | string | undefined): number {
 
 // A message's fields are listed once, in a function that writes them to a
 // Writer, and written twice: without a buffer the Writer only counts their
-// bytes, then into a buffer of exactly that length. No nested message is
+// bytes, then into a buffer with room for that many. No nested message is
 // moved once its length is known. Zero numbers and empty strings are not
 // written.
 export class Writer {
