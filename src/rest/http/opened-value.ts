@@ -1,12 +1,12 @@
-// A value too large to hold whole, sent as it is read, in parts of up to
-// CHUNK bytes. On a plain socket each part goes from the blob's file to the
-// socket as far as the socket's buffer takes it (sendfile: the bytes cross
-// no memory of ours); what it does not take, and every part on a TLS
-// socket, is read into a buffer and written through Node's stream, which
-// waits for the socket to drain. An answer holds at most one CHUNK buffer
-// whatever the value's size, taken from the node's budget of values in
-// flight (http_body_memory_limit), which keeps the buffer for the next
-// values.
+// A value too large to hold whole, sent as it is read. On a plain socket
+// it goes from the blob's file to the socket in sends of up to SEND bytes,
+// each as far as the socket's buffer takes it (sendfile: the bytes cross no
+// memory of ours); the next CHUNK bytes a send left, and every part of up
+// to CHUNK bytes on a TLS socket, are read into a buffer and written
+// through Node's stream, which waits for the socket to drain. An answer
+// holds at most one CHUNK buffer whatever the value's size, taken from the
+// node's budget of values in flight (http_body_memory_limit), which keeps
+// the buffer for the next values.
 //
 // Each part is checked before it is sent, and the headers leave with the
 // first: a damaged first part is answered with the error. A later part that
@@ -27,6 +27,12 @@ import { sniffContentType } from '../content-type';
 
 // A part fills one of the budget's buffers.
 export const CHUNK = VALUE_BUFFER;
+// A send is checked window by window as it goes, and each is a trip to an
+// engine thread and back: asking for more than the socket's buffer takes
+// (Linux lets it grow to 4 MiB) leaves it to the kernel to say how much.
+// With sends of one CHUNK a 64 MiB answer cost about a tenth more CPU
+// (docs/BENCHMARKS.md).
+const SEND = 8 * CHUNK;
 /**
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
  * headers set on ctx, and the Content-Type guessed from the value's first
@@ -88,7 +94,7 @@ export async function sendOpened(
       if (header === null) await Promise.race([flushHeaders(res), gone]);
     }
     for (let pos = start; pos <= end; ) {
-      const n = Math.min(CHUNK, end + 1 - pos);
+      const n = Math.min(plain ? SEND : CHUNK, end + 1 - pos);
       // A range that stops short of the value's end: a value without block
       // checksums is checked whole before the range's last part goes out.
       if (pos + n > end && end + 1 < v.size) await Promise.race([v.reader.checkRest(), gone]);
@@ -104,8 +110,10 @@ export async function sendOpened(
         const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
         commit();
         await Promise.race([write(res, piece, sendTimeoutMs), gone]);
+        pos += sent + piece.length;
+      } else {
+        pos += n;
       }
-      pos += n;
     }
     res.end();
   } catch (err) {
