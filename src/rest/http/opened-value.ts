@@ -93,11 +93,15 @@ export async function sendOpened(
       header = takeHeader(res);
       if (header === null) await Promise.race([flushHeaders(res), gone]);
     }
+    let restChecked = false;
     for (let pos = start; pos <= end; ) {
       const n = Math.min(plain ? SEND : CHUNK, end + 1 - pos);
       // A range that stops short of the value's end: a value without block
-      // checksums is checked whole before the range's last part goes out.
-      if (pos + n > end && end + 1 < v.size) await Promise.race([v.reader.checkRest(), gone]);
+      // checksums is checked whole, once, before the range's last part goes out.
+      if (!restChecked && pos + n > end && end + 1 < v.size) {
+        await Promise.race([v.reader.checkRest(), gone]);
+        restChecked = true;
+      }
       let sent = plain ? await Promise.race([v.reader.sendTo(liveFd(res), pos, n, header ?? undefined), gone]) : 0;
       if (header !== null) {
         // The socket took only part of the header (then none of the value).
