@@ -23,6 +23,7 @@ export function peerValue(version: Version, size: number, head: Buffer, readPart
 }
 
 class PeerValueReader implements ValueReader {
+  readonly inFile = false;
   private closed = false;
 
   constructor(

@@ -8,6 +8,11 @@ import { Version } from './version';
 export interface ValueReader {
   readonly size: number;
   /**
+   * Whether the bytes are in a local file, which sendTo sends from; false
+   * for a peer's value, whose sendTo sends nothing.
+   */
+  readonly inFile: boolean;
+  /**
    * Value bytes [offset, offset + target.length) into target. Rejects with
    * Corruption when a part read fails its checksum; a value stored without
    * block checksums is checked as a whole, by the read that reaches its end.

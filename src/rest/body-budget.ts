@@ -12,9 +12,10 @@
 // so the budget is the bound. Smaller bodies are not counted: they are
 // bounded by http_max_connections, and they keep the node usable while
 // large uploads wait. Windows and parts pass through buffers of
-// VALUE_BUFFER bytes, which the budget keeps for the next values once they
-// are free, up to its limit: a fresh 1 MiB buffer per value costs page
-// faults and garbage collections.
+// VALUE_BUFFER bytes (an answer sent from a file, through smaller ones),
+// which the budget keeps for the next values once they are free, up to its
+// limit: a fresh 1 MiB buffer per value costs page faults and garbage
+// collections.
 
 /** Bodies below this many bytes take no budget. */
 export const SMALL_BODY = 64 * 1024;
@@ -26,7 +27,9 @@ export const VALUE_BUFFER = 1024 * 1024;
 export class BodyBudget {
   private used = 0;
   private readonly waiting: Array<{ bytes: number; admit: () => void }> = [];
-  private readonly spare: Buffer[] = [];
+  // Kept buffers by size, of the sizes buffer() was asked for.
+  private readonly spare = new Map<number, Buffer[]>();
+  private spareBytes = 0;
 
   constructor(
     readonly limit: number,
@@ -83,14 +86,26 @@ export class BodyBudget {
     this.onChange(this.used);
   }
 
-  /** A buffer of VALUE_BUFFER bytes: one kept, or a new one. */
-  buffer(): Buffer {
-    return this.spare.pop() ?? Buffer.allocUnsafeSlow(VALUE_BUFFER);
+  /** A buffer of `size` bytes: one kept, or a new one. */
+  buffer(size = VALUE_BUFFER): Buffer {
+    let kept = this.spare.get(size);
+    if (kept === undefined) this.spare.set(size, (kept = []));
+    const b = kept.pop();
+    if (b === undefined) return Buffer.allocUnsafeSlow(size);
+    this.spareBytes -= size;
+    return b;
   }
 
-  /** Keeps a buffer nobody uses any more for the next values, up to the limit (other sizes are left to the collector). */
+  /**
+   * Keeps a buffer nobody uses any more for the next values, if buffer()
+   * hands out buffers of its size and the kept ones stay within the limit
+   * (others are left to the collector).
+   */
   keep(b: Buffer): void {
-    if (b.length === VALUE_BUFFER && (this.spare.length + 1) * VALUE_BUFFER <= this.limit) this.spare.push(b);
+    const kept = this.spare.get(b.length);
+    if (kept === undefined || this.spareBytes + b.length > this.limit) return;
+    kept.push(b);
+    this.spareBytes += b.length;
   }
 
   private fits(bytes: number): boolean {

@@ -125,6 +125,7 @@ class EnginePutStream implements PutStream {
 // asked; close releases the record's file (later calls reject with
 // OYSTER_CLOSED).
 class EngineValueReader implements ValueReader {
+  readonly inFile = true;
   constructor(private readonly handle: NativeValueReader) {}
   get size(): number {
     return this.handle.size;

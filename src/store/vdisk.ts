@@ -344,6 +344,7 @@ export class Vdisk {
       ...v,
       reader: {
         size: reader.size,
+        inFile: reader.inFile,
         read: (offset, target) => reader.read(offset, target).catch((err: unknown) => Promise.reject(this.failure('get', err))),
         // A client that left fails a send: no failure of the engine's.
         sendTo: (fd, offset, n, prefix) =>

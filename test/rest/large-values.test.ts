@@ -4,7 +4,8 @@
 // holds the previous value or the new one after restart, never a part, and a
 // flipped byte inside a large value is never served as the value: the read
 // is aborted and counted; ranges, HEAD and validators on a value read in
-// parts, a reader that stalls cut off, pipelined GETs read slowly (sends
+// parts, a reader that stalls cut off, stalled readers past half the budget
+// holding small parts, pipelined GETs read slowly (sends
 // that find the socket full, the rest written through Node's stream)
 // answered exactly and in order, clients that leave mid-answer counted as
 // no storage error, and a GET pipelined behind a streamed POST answered
@@ -399,6 +400,40 @@ t.test('a client that reads nothing of a large answer is cut off after http_requ
   t.ok(received < 64 * MiB, `the connection was closed short of the value (${(received / MiB).toFixed(1)} MiB received)`);
   const again = await call(node.url, 'GET', '/data/9', undefined, { Range: 'bytes=0-9' });
   t.equal(again.status, 206, 'others are served');
+});
+
+t.test('clients that read nothing of large answers: past half the budget each holds a small part, and others are served', async (t) => {
+  const c = await cluster(t, '16 MiB', '64 MiB');
+  const node = await c.start();
+  const value = pattern(32 * MiB, 31);
+  t.equal((await call(node.url, 'POST', '/data/31', value)).status, 201);
+  const bodyBytes = async () => Number(/^oyster_rest_body_bytes(?:\{[^}]*\})? (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]);
+  // More stalled readers than the budget holds parts of 1 MiB: the first
+  // eight take 1 MiB each (half the budget), the rest 128 KiB.
+  const readers = 40;
+  const sockets: net.Socket[] = [];
+  t.teardown(() => sockets.forEach((s) => s.destroy()));
+  const started: Array<Promise<string>> = [];
+  for (let i = 0; i < readers; i++) {
+    const socket = net.connect(Number(new URL(node.url).port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    sockets.push(socket);
+    await new Promise((resolve) => socket.on('connect', resolve));
+    started.push(new Promise((resolve) => socket.once('data', (d: Buffer) => (socket.pause(), resolve(d.subarray(0, 12).toString('latin1'))))));
+    socket.write('GET /data/31 HTTP/1.1\r\nHost: x\r\n\r\n');
+  }
+  t.same(new Set(await Promise.all(started)), new Set(['HTTP/1.1 200']), `all ${readers} answers under way`);
+  const held = await bodyBytes();
+  t.ok(held <= 8 * MiB + (readers - 8) * 128 * 1024, `${readers} stalled answers hold ${(held / MiB).toFixed(2)} MiB of the 16 MiB budget`);
+  const t0 = Date.now();
+  const other = await call(node.url, 'GET', '/data/31');
+  t.equal(other.status, 200, 'another client reads the value meanwhile');
+  t.ok(other.body.equals(value), 'byte-exact');
+  t.ok(Date.now() - t0 < 4000, `without waiting for room (${Date.now() - t0} ms)`);
+  sockets.forEach((s) => s.destroy());
+  await waitUntil(async () => (await bodyBytes()) === 0, 10_000);
+  t.pass('the stalled answers gave their parts back once their clients left');
+  await node.stop();
 });
 
 t.test('pipelined GETs of large values read slowly: every answer whole, exact and in order', async (t) => {

@@ -1,12 +1,15 @@
 // A value too large to hold whole, sent as it is read. On a plain socket
 // it goes from the blob's file to the socket in sends of up to SEND bytes,
 // each as far as the socket's buffer takes it (sendfile: the bytes cross no
-// memory of ours); the next CHUNK bytes a send left, and every part of up
-// to CHUNK bytes on a TLS socket, are read into a buffer and written
-// through Node's stream, which waits for the socket to drain. An answer
-// holds at most one CHUNK buffer whatever the value's size, taken from the
-// node's budget of values in flight (http_body_memory_limit), which keeps
-// the buffer for the next values.
+// memory of ours); the next CHUNK bytes a send left are read into a buffer
+// and written through Node's stream, which waits for the socket to drain,
+// and the sends go on once they are written. Every part of a value on a TLS
+// socket, or held by a peer, is read into the buffer and written the same
+// way. An answer holds one such buffer whatever the value's size, taken
+// from the node's budget of values in flight (http_body_memory_limit),
+// which keeps the buffer for the next values; an answer sent from a file
+// while that budget is more than half used takes a buffer of DRAIN_PART
+// bytes instead.
 //
 // Each part is checked before it is sent, and the headers leave with the
 // first: a damaged first part is answered with the error. A later part that
@@ -33,6 +36,12 @@ export const CHUNK = VALUE_BUFFER;
 // With sends of one CHUNK a 64 MiB answer cost about a tenth more CPU
 // (docs/BENCHMARKS.md).
 const SEND = 8 * CHUNK;
+// A client that reads nothing keeps its part waiting in Node's stream until
+// http_request_timeout: with parts of DRAIN_PART once the budget is half
+// used, it takes eight times as many such clients to fill it. Smaller parts
+// cost a client that reads fast a fifth or more of its rate
+// (docs/BENCHMARKS.md), hence only then.
+const DRAIN_PART = CHUNK / 8;
 /**
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
  * headers set on ctx, and the Content-Type guessed from the value's first
@@ -56,7 +65,9 @@ export async function sendOpened(
     ctx.length = length;
     return;
   }
-  const room = Math.min(CHUNK, length);
+  const plain = plainSocketFd(ctx.res.socket) !== null;
+  const part = plain && v.reader.inFile && budget.inUse + CHUNK > budget.limit / 2 ? DRAIN_PART : CHUNK;
+  const room = Math.min(part, length);
   if (!(await budget.take(room))) {
     ctx.set('Retry-After', '5');
     ctx.throw(503, budget.refusal);
@@ -87,7 +98,6 @@ export async function sendOpened(
   // by the first send, or else on its own before them.
   let header: string | null = null;
   try {
-    const plain = plainSocketFd(res.socket) !== null;
     if (plain) {
       commit();
       header = takeHeader(res);
@@ -110,7 +120,7 @@ export async function sendOpened(
         header = null;
       }
       if (sent < n) {
-        buffer ??= budget.buffer();
+        buffer ??= budget.buffer(part);
         const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
         commit();
         await Promise.race([write(res, piece, sendTimeoutMs), gone]);
@@ -199,7 +209,7 @@ function flushHeaders(res: Context['res']): Promise<void> {
 }
 
 async function read(v: OpenedValue, buffer: Buffer, pos: number, end: number): Promise<Buffer> {
-  const piece = buffer.subarray(0, Math.min(CHUNK, end + 1 - pos));
+  const piece = buffer.subarray(0, Math.min(buffer.length, end + 1 - pos));
   await v.reader.read(pos, piece);
   return piece;
 }
