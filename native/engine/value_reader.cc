@@ -102,12 +102,6 @@ Status ValueReader::Open(std::weak_ptr<Engine> engine, std::shared_ptr<Blob> blo
 Status ValueReader::Read(uint64_t pos, size_t n, char* dst) {
   Status s = CheckRange(pos, n);
   if (!s.ok() || n == 0) return s;
-  const uint64_t ahead = std::min(size_, pos + n + kReadAhead);
-  if (pos + n < size_ && ahead > advised_) {
-    const uint64_t from = std::max(advised_, pos + n);
-    blob_->file()->WillNeed(value_at_ + from, ahead - from);
-    advised_ = ahead;
-  }
   return Counted(blocks_ ? ReadBlocks(pos, n, dst) : ReadInOrder(pos, n, dst));
 }
 

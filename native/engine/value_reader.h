@@ -64,10 +64,11 @@ class ValueReader {
   // straight into dst), with one vectored read. Without, the bytes asked
   // for, and first those between the last byte returned and pos, read and
   // taken into the CRC; a read before the bytes returned so far starts
-  // again from the value's start. A read that leaves part of the value
-  // after it asks the kernel to start reading the next kReadAhead bytes
-  // (a value sent on as it is read is read in order; from a disk, the next
-  // parts arrive while this one is sent).
+  // again from the value's start. No read-ahead hint is given: the
+  // kernel's own read-ahead follows a value read in order, in large folios,
+  // where pages a hint (POSIX_FADV_WILLNEED) brings in come in 4 KiB ones,
+  // which cost every later GET of them a fifth more CPU or so
+  // (docs/BENCHMARKS.md).
   Status Read(uint64_t pos, size_t n, char* dst);
 
   // Sends `prefix` and then value bytes [pos, pos + n) to out_fd, a socket
@@ -105,7 +106,6 @@ class ValueReader {
   // returned yet).
   Status CheckRest();
 
-  static constexpr uint64_t kReadAhead = 4 << 20;
   static constexpr size_t kSendWindow = 256 << 10;
   static constexpr size_t kHeadSize = 512;
 
@@ -157,7 +157,6 @@ class ValueReader {
   std::string block_crcs_;       // blocks_: u32 LE each, as in the file
   std::string head_;
 
-  uint64_t advised_ = 0;   // value bytes up to here were announced (File::WillNeed)
   uint64_t returned_ = 0;  // without blocks_: value bytes [0, returned_) went into crc_
   uint32_t crc_;
   bool whole_checked_ = false;  // without blocks_: the record CRC held over the whole value

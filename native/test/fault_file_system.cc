@@ -108,10 +108,6 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     return fs_->Counted(WriteNow(offset, slices, count));
   }
   Status Sync() override { return fs_->Counted(SyncNow()); }
-  void WillNeed(uint64_t offset, uint64_t n) const override {
-    fs_->NoteCacheHint(CacheHint{CacheHint::kWillNeed, path(), offset, n});
-    base_->WillNeed(offset, n);
-  }
   void StartWriteback(uint64_t offset, uint64_t n) const override {
     fs_->NoteCacheHint(CacheHint{CacheHint::kWriteback, path(), offset, n});
     base_->StartWriteback(offset, n);

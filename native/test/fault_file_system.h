@@ -49,11 +49,11 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t dir_syncs() const;
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
   uint64_t read_bytes() const;     // bytes asked of File::Read and ReadV
-  // The page-cache hints files were given (File::DropCache, File::WillNeed,
+  // The page-cache hints files were given (File::DropCache,
   // File::StartWriteback), each passed on to the real file; those of one
   // kind, in order. A writeback hint makes nothing durable here either.
   struct CacheHint {
-    enum Kind { kDrop, kWillNeed, kWriteback } kind;
+    enum Kind { kDrop, kWriteback } kind;
     std::string path;
     uint64_t offset;
     uint64_t n;

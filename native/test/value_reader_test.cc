@@ -340,40 +340,6 @@ TEST(ValueReader, ReadErrorsAreNotCorruption) {
   ASSERT_OK(db.Close());
 }
 
-// A read that leaves part of the value after it announces the next
-// kReadAhead bytes, each byte once; a read to the end and a value read in
-// one piece announce nothing.
-TEST(ValueReader, ReadsAheadOfAnInOrderReader) {
-  FaultInjectingFileSystem fs;
-  TestEngine db(test::TmpDir() + "/partition");
-  db.options.fs = &fs;
-  ASSERT_OK(db.Open());
-  const uint64_t ahead = ValueReader::kReadAhead;
-  const uint64_t size = 2 * ahead + 5;
-  const std::string value = ValueFor(Key(1), 1, size);
-  ASSERT_OK(test::Put(db.get(), Key(1), 1, value));
-  RecordLocation at;
-  std::unique_ptr<ValueReader> r = OpenReader(db.get(), Key(1), &at);
-  const uint64_t v = at.entry.offset + kHeader;  // the value's first byte in the file
-  fs.ResetCounters();
-  std::string out;
-  const size_t part = 1 << 20;
-  ASSERT_OK(ReadAll(r.get(), part, &out));
-  ASSERT_TRUE(out == value);
-  std::vector<std::string> got;
-  for (const auto& w : fs.cache_hints(FaultInjectingFileSystem::CacheHint::kWillNeed)) got.push_back(std::to_string(w.offset - v) + "+" + std::to_string(w.n));
-  std::vector<std::string> want{std::to_string(part) + "+" + std::to_string(ahead)};
-  for (uint64_t end = part + ahead; end < size; end += part) {
-    const uint64_t next = std::min(size, end + part);
-    want.push_back(std::to_string(end) + "+" + std::to_string(next - end));
-  }
-  ASSERT_EQ(got, want);
-  fs.ResetCounters();
-  std::unique_ptr<ValueReader> whole = OpenReader(db.get(), Key(1));
-  ASSERT_EQ(ReadRange(whole.get(), 0, size), value);
-  ASSERT_TRUE(fs.cache_hints(FaultInjectingFileSystem::CacheHint::kWillNeed).empty());
-}
-
 // EngineSet::Open chooses the newest record across the engines as Get does,
 // and answers it whole up to whole_up_to bytes, as a reader above.
 TEST(EngineSetOpen, NewestAcrossEnginesWholeOrReader) {

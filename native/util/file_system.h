@@ -53,10 +53,6 @@ class File {
   // read again soon: the page cache may let go of them. They stay readable
   // (from the device); pages not yet synced are kept. No effect by default.
   virtual void DropCache(uint64_t offset, uint64_t n) const {}
-  // A hint that bytes [offset, offset + n) will be read soon: the kernel
-  // may start reading them into the page cache now, without waiting. No
-  // effect by default.
-  virtual void WillNeed(uint64_t offset, uint64_t n) const {}
   // A hint that bytes [offset, offset + n), just written, will be synced
   // soon: the kernel may start writing them to the device now, without
   // waiting, so that the sync finds less to do. Makes nothing durable. No

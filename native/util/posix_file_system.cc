@@ -166,10 +166,6 @@ class PosixFile final : public File {
     ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
   }
 
-  void WillNeed(uint64_t offset, uint64_t n) const override {
-    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
-  }
-
   void StartWriteback(uint64_t offset, uint64_t n) const override {
     ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), SYNC_FILE_RANGE_WRITE);
   }
