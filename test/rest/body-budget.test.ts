@@ -4,10 +4,12 @@
 // a body of known length is written as it arrives and holds two windows of
 // the budget (its length if less), so bodies larger than the whole budget are stored; bodies that
 // find no room are refused with 503 and Retry-After, unread; an admitted
-// body completes byte-exact.
+// body completes byte-exact; the buffers bodies and answers pass through
+// are kept by size for the next ones, within the budget.
 import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
+import { BodyBudget, VALUE_BUFFER } from '../../src/rest/body-budget';
 import { call, client, startRestNode, waitFor } from './lib/node';
 
 const MiB = 1024 * 1024;
@@ -151,4 +153,23 @@ t.test('a body without Content-Length takes budget as it grows', async (t) => {
   });
   t.equal((await call(node.url, 'POST', '/data/5', stream)).status, 201, 'a chunked body within the budget');
   t.ok((await call(node.url, 'GET', '/data/5')).body.equals(value));
+});
+
+t.test('freed buffers are kept by size for the next values, no more of them than the budget', async (t) => {
+  const budget = new BodyBudget(3 * MiB);
+  const part = 128 * 1024;
+  const whole = budget.buffer();
+  const small = budget.buffer(part);
+  t.same([whole.length, small.length], [VALUE_BUFFER, part], 'buffers of the sizes asked for');
+  budget.keep(small);
+  budget.keep(whole);
+  t.equal(budget.buffer(), whole, 'a kept buffer of VALUE_BUFFER bytes is handed out again');
+  t.equal(budget.buffer(part), small, 'and one of the smaller size, for its size only');
+  const odd = Buffer.alloc(1000);
+  budget.keep(odd);
+  t.not(budget.buffer(1000), odd, 'a buffer of a size never asked for is not kept');
+  const four = [budget.buffer(), budget.buffer(), budget.buffer(), budget.buffer()];
+  four.forEach((b) => budget.keep(b));
+  const again = [budget.buffer(), budget.buffer(), budget.buffer(), budget.buffer()];
+  t.equal(again.filter((b) => four.includes(b)).length, 3, 'kept buffers stay within the budget: three of 1 MiB in 3 MiB');
 });
