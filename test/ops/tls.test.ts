@@ -4,13 +4,15 @@
 // makes the nodes call each other over TLS (checking the peer certificate
 // against ca_cert_path and domain_name). TLS files that are missing,
 // unreadable or not what they should be stop oysterd before it listens, with
-// a configuration error naming the key.
+// a configuration error naming the key. Clients that read nothing of large
+// answers over https take small parts of the memory budget past its half.
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
+import tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import t from 'tap';
@@ -224,6 +226,41 @@ t.test('a large body over https is written as it arrives, byte-exact', async (t)
     t.equal((await request(`${url}/data/${key}`, 'POST', ca, value)).status, 201, `a ${size}-byte body over https: 201`);
     t.ok((await request(`${url}/data/${key}`, 'GET', ca)).text === value, 'read back byte-exact');
   }
+});
+
+t.test('clients that read nothing of large answers over https hold small parts past half the budget; others are served', async (t) => {
+  const dir = tempDir(t, 'oyster-tls-stalled-');
+  const pki = makePki(dir);
+  const files = await writeCluster(dir, { nodes: [{ name: 'n1' }], vdisks: 2, keySize: KEY_SIZE }, {
+    httpMaxBodySize: '64 MiB',
+    extra: {
+      http_body_memory_limit: '16 MiB',
+      tls: { ca_cert_path: pki.ca, cert_path: pki.cert, pkey_path: pki.key, domain_name: DOMAIN, rest: true, grpc: false },
+    },
+  });
+  const node = await startNode(files, 'n1');
+  t.teardown(() => node.stop());
+  const url = node.url.replace('http:', 'https:');
+  const ca = fs.readFileSync(pki.ca);
+  const value = crypto.randomBytes(8 * 1024 * 1024).toString('hex');
+  t.equal((await request(`${url}/data/41`, 'POST', ca, value)).status, 201);
+  const sockets: tls.TLSSocket[] = [];
+  t.teardown(() => sockets.forEach((s) => s.destroy()));
+  const started: Array<Promise<string>> = [];
+  for (let i = 0; i < 40; i++) {
+    const socket = tls.connect({ host: '127.0.0.1', port: Number(new URL(url).port), ca, servername: DOMAIN });
+    socket.on('error', () => undefined);
+    sockets.push(socket);
+    await new Promise((resolve) => socket.on('secureConnect', resolve));
+    started.push(new Promise((resolve) => socket.once('data', (d: Buffer) => (socket.pause(), resolve(d.subarray(0, 12).toString('latin1'))))));
+    socket.write('GET /data/41 HTTP/1.1\r\nHost: x\r\n\r\n');
+  }
+  t.same(new Set(await Promise.all(started)), new Set(['HTTP/1.1 200']), 'all 40 answers under way');
+  const held = Number(/^oyster_rest_body_bytes(?:\{[^}]*\})? (\d+)$/m.exec((await request(`${url}/metrics`, 'GET', ca)).text)?.[1]);
+  t.ok(held <= 8 * 1024 * 1024 + 32 * 128 * 1024, `40 stalled answers hold ${(held / 1024 / 1024).toFixed(2)} MiB of the 16 MiB budget`);
+  const t0 = Date.now();
+  t.ok((await request(`${url}/data/41`, 'GET', ca)).text === value, 'another client reads the value meanwhile, byte-exact');
+  t.ok(Date.now() - t0 < 4000, `without waiting for room (${Date.now() - t0} ms)`);
 });
 
 t.test("the packaged unit's command lines start a node with REST over TLS", async (t) => {

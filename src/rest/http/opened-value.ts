@@ -7,9 +7,9 @@
 // socket, or held by a peer, is read into the buffer and written the same
 // way. An answer holds one such buffer whatever the value's size, taken
 // from the node's budget of values in flight (http_body_memory_limit),
-// which keeps the buffer for the next values; an answer sent from a file
-// while that budget is more than half used takes a buffer of DRAIN_PART
-// bytes instead.
+// which keeps the buffer for the next values; an answer of a value in a
+// local file while that budget is more than half used takes a buffer of
+// DRAIN_PART bytes instead.
 //
 // Each part is checked before it is sent, and the headers leave with the
 // first: a damaged first part is answered with the error. A later part that
@@ -40,7 +40,8 @@ const SEND = 8 * CHUNK;
 // http_request_timeout: with parts of DRAIN_PART once the budget is half
 // used, it takes eight times as many such clients to fill it. Smaller parts
 // cost a client that reads fast a fifth or more of its rate
-// (docs/BENCHMARKS.md), hence only then.
+// (docs/BENCHMARKS.md), hence only then; a peer's value keeps parts of
+// CHUNK, each of which is a read from the peer.
 const DRAIN_PART = CHUNK / 8;
 /**
  * Answers with value bytes [start, end] (inclusive) of `v`, the status and
@@ -66,7 +67,7 @@ export async function sendOpened(
     return;
   }
   const plain = plainSocketFd(ctx.res.socket) !== null;
-  const part = plain && v.reader.inFile && budget.inUse + CHUNK > budget.limit / 2 ? DRAIN_PART : CHUNK;
+  const part = v.reader.inFile && budget.inUse + CHUNK > budget.limit / 2 ? DRAIN_PART : CHUNK;
   const room = Math.min(part, length);
   if (!(await budget.take(room))) {
     ctx.set('Retry-After', '5');
