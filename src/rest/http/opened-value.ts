@@ -66,7 +66,6 @@ export async function sendOpened(
     ctx.length = length;
     return;
   }
-  const plain = plainSocketFd(ctx.res.socket) !== null;
   const part = v.reader.inFile && budget.inUse + CHUNK > budget.limit / 2 ? DRAIN_PART : CHUNK;
   const room = Math.min(part, length);
   if (!(await budget.take(room))) {
@@ -99,6 +98,7 @@ export async function sendOpened(
   // by the first send, or else on its own before them.
   let header: string | null = null;
   try {
+    const plain = plainSocketFd(res.socket) !== null;
     if (plain) {
       commit();
       header = takeHeader(res);
