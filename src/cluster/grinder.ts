@@ -269,7 +269,8 @@ export class Grinder implements DataApi {
       })),
     );
     const aliensHere: Promise<StoredRecord | OpenedValue | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien', open)).catch(() => null) : null;
-    // The alien copies found on other nodes, once asked.
+    // Records fetched besides the replicas' answers: alien copies found on
+    // other nodes, once asked, and bob peers' records.
     const elsewhere: Array<StoredRecord | OpenedValue> = [];
     let record: StoredRecord | OpenedValue | null = null;
     const closeUnless = (r: ReplicaAnswer) => {
@@ -315,9 +316,13 @@ export class Grinder implements DataApi {
       elsewhere.push(...(await this.aliensElsewhere(key, open)));
       for (const r of elsewhere) newest = newerAnswer(r, newest);
     }
-    // Answers of bob peers carry no version: their records are fetched.
+    // Answers of bob peers carry no version: their records are fetched (and
+    // closed with the alien copies unless one is the answer).
     for (const a of answers) {
-      if (a.value !== null && a.value.version === null) newest = newerAnswer(await Promise.resolve(this.node(a.node).get(key, 'normal')).catch(() => null), newest);
+      if (a.value === null || a.value.version !== null) continue;
+      const r = await Promise.resolve(this.node(a.node).get(key, 'normal', open)).catch(() => null);
+      if (r !== null) elsewhere.push(r);
+      newest = newerAnswer(r, newest);
     }
     return this.withValue(key, newest, answers, open);
   }

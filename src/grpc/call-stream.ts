@@ -1,13 +1,29 @@
-// The HTTP/2 stream under a grpc-js server call. grpc-js keeps it to itself
-// (its own intercepting call holds it as `stream`, and a handler's call
-// reaches that one as `call`); the budgets need it, to pause a request's
+// The HTTP/2 stream under a grpc-js call, a server's or a client's.
+// grpc-js keeps it to itself; the budgets need it, to pause a message's
 // bytes and to learn when an answer has left. undefined should grpc-js keep
 // it elsewhere one day: the budgets then do without, and
-// test/cluster/grpc-budget.test.ts fails.
+// test/cluster/grpc-budget.test.ts (a server's) or
+// test/cluster/bob-peer-budget.test.ts (a client's) fails.
 import type { Http2Stream } from 'node:http2';
 
+// A server call: grpc-js's own intercepting call holds it as `stream`, and a
+// handler's call reaches that one as `call`.
 export function callStream(call: object): Http2Stream | undefined {
   const own = call as { stream?: Http2Stream; call?: { stream?: Http2Stream } };
   const stream = own.stream ?? own.call?.stream;
+  return stream !== undefined && typeof stream.pause === 'function' ? stream : undefined;
+}
+
+// A client's unary call, once its answer's headers arrived: the call holds
+// its intercepting call as `call`, whose innermost `call` is the channel's
+// resolving call; that one's `child` retries (even with retries off)
+// through `underlyingCalls`, each a load-balancing call whose `child`, the
+// call on a connection, holds the stream as `http2Stream`.
+export function clientCallStream(call: object): Http2Stream | undefined {
+  let at = (call as { call?: unknown }).call;
+  for (let i = 0; i < 4 && (at as { call?: unknown } | undefined)?.call !== undefined; i++) at = (at as { call: unknown }).call;
+  const retrying = (at as { child?: { underlyingCalls?: Array<{ call?: { child?: { http2Stream?: Http2Stream } } }> } } | undefined)?.child;
+  const attempts = retrying?.underlyingCalls ?? [];
+  const stream = attempts[attempts.length - 1]?.call?.child?.http2Stream;
   return stream !== undefined && typeof stream.pause === 'function' ? stream : undefined;
 }

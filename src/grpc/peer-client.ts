@@ -29,6 +29,8 @@ import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } 
 import { StoredRecord, Version } from '../model/version';
 import { OpenedValue, WHOLE_UP_TO } from '../model/value';
 import { peerValue } from './peer-value';
+import { AnswerRoom, heldValue } from './bob-answer';
+import type { BodyBudget } from '../rest/body-budget';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
 /** The calls a PeerClient makes, as oyster_peer_requests_total names them. */
@@ -59,6 +61,12 @@ export interface PeerOptions {
   /** Operations waiting for the peer at most, and their value bytes (beyond, they fail at once). */
   maxInFlight?: number;
   maxInFlightBytes?: number;
+  /**
+   * The node's memory for values in flight: a bob peer's answer of a large
+   * value asked for opened is let in within it, and holds its room until the
+   * value is closed (./bob-answer.ts). Without, such answers are held unbounded.
+   */
+  budget?: BodyBudget;
 }
 
 /** How long a peer that does not serve Replicas.Operations (a bob node) is sent BobApi calls before it is asked again. */
@@ -82,6 +90,7 @@ export class PeerClient implements NodeApi {
   private readonly operations: OperationStream;
   // Until when the peer is sent BobApi calls (it answered the stream UNIMPLEMENTED).
   private bobUntil = 0;
+  private bobValues: (grpc.Client & Record<string, Unary<unknown, unknown>>) | null = null;
   // Until when operations go over gRPC: the peer took no link.
   private grpcUntil = 0;
   // No link is tried before this (the last attempt found the peer unreachable), and the pause after the next failure.
@@ -90,15 +99,10 @@ export class PeerClient implements NodeApi {
 
   constructor(readonly options: PeerOptions) {
     this.client = new BobApi(options.address, options.credentials ?? grpc.credentials.createInsecure(), {
-      'grpc.max_receive_message_length': -1,
-      'grpc.max_send_message_length': -1,
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': options.maxReconnectBackoffMs,
-      'grpc.enable_retries': 0,
+      ...this.channelOptions(),
       // HTTP/2's default window (64 KiB) lets a 4 MiB chunk of a refill
       // cross in many round trips.
       'grpc-node.flow_control_window': 16 * 1024 * 1024,
-      ...options.channelOptions,
     }) as grpc.Client & Record<string, Unary<unknown, unknown>>;
     this.replicas = new Replicas(options.address, options.credentials ?? grpc.credentials.createInsecure(), {
       channelOverride: this.client.getChannel(),
@@ -161,10 +165,33 @@ export class PeerClient implements NodeApi {
     this.operations.close();
     this.replicas.close();
     this.client.close();
+    this.bobValues?.close();
   }
 
-  /** Unary call with the deadline; rejects with the peer's status as an OysterError. */
-  private call<Res>(method: string, request: unknown, md = this.auth, mayWait = true, stub = this.client): Promise<Res> {
+  private channelOptions(): grpc.ChannelOptions {
+    return {
+      'grpc.max_receive_message_length': -1,
+      'grpc.max_send_message_length': -1,
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': this.options.maxReconnectBackoffMs,
+      'grpc.enable_retries': 0,
+      ...this.options.channelOptions,
+    };
+  }
+
+  /**
+   * The channel of a bob peer's answers let in within the budget: one of
+   * its own, with HTTP/2's default window, so that an answer waiting for
+   * room holds 64 KiB of it, not the 16 MiB the operations' channel lets in.
+   */
+  private bobValuesClient(): grpc.Client & Record<string, Unary<unknown, unknown>> {
+    this.bobValues ??= new BobApi(this.options.address, this.options.credentials ?? grpc.credentials.createInsecure(), this.channelOptions()) as grpc.Client &
+      Record<string, Unary<unknown, unknown>>;
+    return this.bobValues;
+  }
+
+  /** Unary call with the deadline; rejects with the peer's status as an OysterError. `watch` sees the call as it is made. */
+  private call<Res>(method: string, request: unknown, md = this.auth, mayWait = true, stub = this.client, watch?: (call: grpc.ClientUnaryCall) => void): Promise<Res> {
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
       const deadline = Date.now() + this.options.operationTimeoutMs;
@@ -172,13 +199,14 @@ export class PeerClient implements NodeApi {
         md = md.clone();
         md.setOptions({ waitForReady: true });
       }
-      stub[method](request, md, { deadline }, (err, value) => {
+      const call = stub[method](request, md, { deadline }, (err, value) => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         const failure = err ? fromStatus(err) : null;
         this.options.observe?.(method.toLowerCase(), failure, seconds);
         if (failure) reject(failure);
         else resolve(value as Res);
       });
+      watch?.(call);
     });
   }
 
@@ -230,9 +258,10 @@ export class PeerClient implements NodeApi {
   }
 
   /**
-   * With `open`, a value over 64 KiB stays with the peer (an Oyster peer; a
-   * bob peer sends every value whole): it comes opened, to be read in parts
-   * (./peer-value.ts).
+   * With `open`, a value over 64 KiB comes opened: an Oyster peer's stays
+   * with the peer, to be read in parts (./peer-value.ts); a bob peer sends
+   * every value whole, held within the budget until it is closed
+   * (./bob-answer.ts).
    */
   get(key: Buffer, source: GetSource): Promise<StoredRecord | null>;
   get(key: Buffer, source: GetSource, open: boolean): Promise<StoredRecord | OpenedValue | null>;
@@ -254,7 +283,7 @@ export class PeerClient implements NodeApi {
         if (open && r.size) return peerValue(version, r.size, Buffer.from(value), (offset, length, checkRest) => this.readPart(key, source, version, offset, length, checkRest));
         return { kind: 'found', version, value };
       },
-      () => this.bobGet(key, source),
+      () => this.bobGet(key, source, open),
     );
   }
 
@@ -268,18 +297,28 @@ export class PeerClient implements NodeApi {
     return this.operate('get', op, 0, (r) => r.value ?? Buffer.alloc(0), () => Promise.reject(errors.failed(`peer ${this.name} reads no parts of values`)));
   }
 
-  private async bobGet(key: Buffer, source: GetSource): Promise<StoredRecord | null> {
+  private async bobGet(key: Buffer, source: GetSource, open: boolean): Promise<StoredRecord | OpenedValue | null> {
+    const room = open && this.options.budget ? new AnswerRoom(this.options.budget, this.name) : null;
     let blob: BlobMsg;
     try {
-      blob = await this.call<BlobMsg>('Get', { key: { key }, options: { force_node: true, source: SOURCES[source], oyster_versions: true } });
+      const request = { key: { key }, options: { force_node: true, source: SOURCES[source], oyster_versions: true } };
+      blob = room
+        ? await this.call<BlobMsg>('Get', request, this.auth, true, this.bobValuesClient(), (call) => room.watch(call))
+        : await this.call<BlobMsg>('Get', request);
     } catch (err) {
+      const refusal = room?.refusal;
+      room?.give();
+      if (refusal) throw errors.unavailable(refusal);
       // NOT_FOUND: absent at an Oyster peer; absent or deleted at a bob peer.
       if (isOysterError(err, 'KeyNotFound')) return null;
       throw err;
     }
     const version = blob.meta ? metaVersion(blob.meta) : null;
-    if (version === null) throw errors.failed(`peer ${this.name} answered Get with an unusable version`);
-    return blob.meta?.oyster_deleted ? { kind: 'deleted', version } : { kind: 'found', version, value: blob.data };
+    const record: StoredRecord | null = version === null ? null : blob.meta?.oyster_deleted ? { kind: 'deleted', version } : { kind: 'found', version, value: blob.data };
+    if (room?.held && record?.kind === 'found' && record.value.length > WHOLE_UP_TO) return heldValue(record.version, record.value, room);
+    room?.give();
+    if (record === null) throw errors.failed(`peer ${this.name} answered Get with an unusable version`);
+    return record;
   }
 
   exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {

@@ -16,6 +16,7 @@ import { BlobMetaMsg, BlobMsg, BobApiService, DeleteRequestMsg, ExistRequestMsg,
 import { encodeBlob } from './blob-codec';
 import { BodyBudget } from '../rest/body-budget';
 import { holdUntilSent, readWithinBudget } from './answer-budget';
+import { takeHeld } from './bob-answer';
 import { receiveWithinBudget } from './receive-budget';
 import { invalidArgument, StatusError, toStatus } from './status';
 import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
@@ -229,9 +230,10 @@ export const bobDefinition: grpc.ServiceDefinition = {
 
 export function bobService(parts: BobServiceParts): grpc.UntypedServiceImplementation {
   const { local, grinder, heardFrom, keySize, budget, sendTimeoutMs } = parts;
-  // A value left opened is read whole within the budget, and holds its room until the answer has left.
+  // A value left opened is read whole within the budget (a bob peer's is
+  // whole already, in its room), and holds its room until the answer has left.
   const whole = async (call: object, r: OpenedValue): Promise<StoredValue> => {
-    const held = await readWithinBudget(r, budget, 0, r.size, true);
+    const held = takeHeld(r) ?? (await readWithinBudget(r, budget, 0, r.size, true));
     holdUntilSent(call, held, sendTimeoutMs);
     return held.record;
   };

@@ -42,6 +42,12 @@ export interface ValueReader {
    * of its bytes go out. Rejects as read does.
    */
   checkRest(): Promise<void>;
+  /**
+   * Value bytes [offset, offset + length) themselves, from a reader that
+   * holds the whole value in memory (a bob peer's answer): an answer writes
+   * them as they are, with no buffer of its own. Absent where bytes are read.
+   */
+  bytes?(offset: number, length: number): Buffer;
   /** Releases what the reader holds; later reads reject. */
   close(): void;
 }

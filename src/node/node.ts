@@ -66,6 +66,7 @@ export class OysterNode {
   readonly compactors: Compactor[];
   readonly clock: VersionClock;
   private readonly bobMetrics: BobMetrics;
+  private readonly bodyBudget: BodyBudget;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
@@ -85,6 +86,12 @@ export class OysterNode {
     this.tls = readTls(config.node.tls);
     if (this.tls) for (const [certificate, at] of Object.entries(this.tls.expires)) this.metrics.tlsCertExpiry.set({ certificate }, at);
     const metrics = this.metrics;
+    // Values in flight, REST bodies and answers, gRPC messages and bob peers' answers alike.
+    this.bodyBudget = new BodyBudget(
+      config.node.httpBodyMemoryLimit,
+      (bytes) => metrics.restBodyBytes.set(bytes),
+      () => metrics.restBodyRefused.inc(),
+    );
     let lastFutureLog = 0;
     this.clock = new VersionClock(this.topology.selfId, undefined, (v, aheadUs) => {
       metrics.futureVersions.inc();
@@ -138,6 +145,7 @@ export class OysterNode {
           if (link) metrics.peerLinks.inc({ peer: n.name });
         },
         links: !(this.tls && config.node.tls?.grpc),
+        budget: this.bodyBudget,
       });
       this.peers.set(n.name, peer);
       metrics.peerWaiting.set(n.name, () => peer.waiting);
@@ -241,12 +249,7 @@ export class OysterNode {
     const cluster = this.logPart('cluster');
     await this.store.start();
     this.bobMetrics.start();
-    // Values in flight, REST bodies and answers and gRPC messages alike.
-    const bodyBudget = new BodyBudget(
-      node.httpBodyMemoryLimit,
-      (bytes) => this.metrics.restBodyBytes.set(bytes),
-      () => this.metrics.restBodyRefused.inc(),
-    );
+    const bodyBudget = this.bodyBudget;
     const grinder = new Grinder({
       topology: this.topology,
       local: this.store,

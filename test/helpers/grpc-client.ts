@@ -35,6 +35,8 @@ const definition = protoLoader.loadSync(bobProto(), {
 });
 const BobApi = (grpc.loadPackageDefinition(definition) as unknown as { bob_storage: { BobApi: grpc.ServiceClientConstructor } })
   .bob_storage.BobApi;
+/** BobApi's service definition, for a server standing in for a bob node. */
+export const bobApiService = BobApi.service;
 
 export const GetSource = { ALL: 0, NORMAL: 1, ALIEN: 2 } as const;
 

@@ -9,7 +9,8 @@
 // from the node's budget of values in flight (http_body_memory_limit),
 // which keeps the buffer for the next values; an answer of a value in a
 // local file while that budget is more than half used takes a buffer of
-// DRAIN_PART bytes instead.
+// DRAIN_PART bytes instead. A value held whole in memory (a bob peer's,
+// which holds its own room) is written as it is, with no buffer.
 //
 // Each part is checked before it is sent, and the headers leave with the
 // first: a damaged first part is answered with the error. A later part that
@@ -67,8 +68,8 @@ export async function sendOpened(
     return;
   }
   const part = v.reader.inFile && budget.inUse + CHUNK > budget.limit / 2 ? DRAIN_PART : CHUNK;
-  const room = Math.min(part, length);
-  if (!(await budget.take(room))) {
+  const room = v.reader.bytes ? 0 : Math.min(part, length);
+  if (room > 0 && !(await budget.take(room))) {
     ctx.set('Retry-After', '5');
     ctx.throw(503, budget.refusal);
   }
@@ -121,8 +122,13 @@ export async function sendOpened(
         header = null;
       }
       if (sent < n) {
-        buffer ??= budget.buffer(part);
-        const piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
+        let piece: Buffer;
+        if (v.reader.bytes) {
+          piece = v.reader.bytes(pos + sent, n - sent);
+        } else {
+          buffer ??= budget.buffer(part);
+          piece = await Promise.race([read(v, buffer, pos + sent, pos + n - 1), gone]);
+        }
         commit();
         await Promise.race([write(res, piece, sendTimeoutMs), gone]);
         pos += sent + piece.length;
@@ -146,7 +152,7 @@ export async function sendOpened(
   } finally {
     // An answer that ended is closed too: no error to make for it.
     res.off('close', closed!);
-    budget.give(room);
+    if (room > 0) budget.give(room);
     // A buffer may still be read into when the answer failed: not used again then.
     if (buffer !== null && res.writableFinished) budget.keep(buffer);
   }
