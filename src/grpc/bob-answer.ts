@@ -18,9 +18,8 @@ import { OpenedValue, ValueReader } from '../model/value';
 import { Version } from '../model/version';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
 import { HeldValue } from './answer-budget';
-import { clientCallStream } from './call-stream';
+import { clientCallStream, firstMessageLength } from './call-stream';
 
-const PREFIX = 5;
 
 /** The room a peer's answer holds in the budget; given back once. */
 export class AnswerRoom {
@@ -64,13 +63,7 @@ export class AnswerRoom {
   }
 
   private gate(stream: Http2Stream, call: grpc.ClientUnaryCall): void {
-    let head: Buffer | null = null;
-    const onData = (chunk: Buffer) => {
-      head = head === null ? chunk : Buffer.concat([head, chunk]);
-      if (head.length < PREFIX) return;
-      stream.off('data', onData);
-      const size = head.readUInt32BE(1);
-      head = null;
+    firstMessageLength(stream, (size) => {
       if (size < SMALL_BODY) return;
       if (size > this.budget.limit) {
         this.refuse(
@@ -88,8 +81,7 @@ export class AnswerRoom {
         this.bytes = size;
         stream.resume();
       });
-    };
-    stream.on('data', onData);
+    });
   }
 
   private refuse(call: grpc.ClientUnaryCall, why: string): void {

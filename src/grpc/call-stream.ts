@@ -27,3 +27,22 @@ export function clientCallStream(call: object): Http2Stream | undefined {
   const stream = attempts[attempts.length - 1]?.call?.child?.http2Stream;
   return stream !== undefined && typeof stream.pause === 'function' ? stream : undefined;
 }
+
+// The gRPC frame prefix: a flag byte, then the message's length, u32 big-endian.
+const PREFIX = 5;
+
+/**
+ * Calls `then` with the length of the first message `stream` carries, as
+ * soon as its first bytes arrive (they go on to grpc-js as they came).
+ */
+export function firstMessageLength(stream: Http2Stream, then: (length: number) => void): void {
+  let head: Buffer | null = null;
+  const onData = (chunk: Buffer) => {
+    head = head === null ? chunk : Buffer.concat([head, chunk]);
+    if (head.length < PREFIX) return;
+    stream.off('data', onData);
+    then(head.readUInt32BE(1));
+    head = null;
+  };
+  stream.on('data', onData);
+}

@@ -15,9 +15,8 @@
 import http2, { type Http2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
-import { callStream } from './call-stream';
+import { callStream, firstMessageLength } from './call-stream';
 
-const PREFIX = 5;
 
 export function receiveWithinBudget(budget: BodyBudget, receiveTimeoutMs: number): grpc.ServerInterceptor {
   return (method, call) => {
@@ -34,13 +33,7 @@ export function receiveWithinBudget(budget: BodyBudget, receiveTimeoutMs: number
 // the stream paused until the budget has room for it. The room goes back as
 // the stream closes, the call over.
 function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, budget: BodyBudget, receiveTimeoutMs: number): void {
-  let head: Buffer | null = null;
-  const onData = (chunk: Buffer) => {
-    head = head === null ? chunk : Buffer.concat([head, chunk]);
-    if (head.length < PREFIX) return;
-    stream.off('data', onData);
-    const size = head.readUInt32BE(1);
-    head = null;
+  firstMessageLength(stream, (size) => {
     if (size < SMALL_BODY) return;
     stream.pause();
     void budget.take(size).then((ok) => {
@@ -64,8 +57,7 @@ function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, b
       });
       stream.resume();
     });
-  };
-  stream.on('data', onData);
+  });
 }
 
 // Ends the call with `code` and resets its stream: the rest of the message
