@@ -270,8 +270,9 @@ export class Grinder implements DataApi {
     );
     const aliensHere: Promise<StoredRecord | OpenedValue | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien', open)).catch(() => null) : null;
     // Records fetched besides the replicas' answers: alien copies found on
-    // other nodes, once asked, and bob peers' records.
-    const elsewhere: Array<StoredRecord | OpenedValue> = [];
+    // other nodes, once asked, and bob peers' records, with the node that
+    // holds a bob peer's (read repair reads a large value from it again).
+    const elsewhere = new Map<StoredRecord | OpenedValue, string | null>();
     let record: StoredRecord | OpenedValue | null = null;
     const closeUnless = (r: ReplicaAnswer) => {
       if (isOpened(r) && r !== record) r.reader.close();
@@ -284,10 +285,10 @@ export class Grinder implements DataApi {
       // Opened values that are not the answer are closed, and once every
       // replica answered read repair looks at every answer, the slow ones too.
       void aliensHere?.then(closeUnless);
-      elsewhere.forEach(closeUnless);
+      for (const r of elsewhere.keys()) closeUnless(r);
       const settled = () => {
         for (const a of replicas.answers()) closeUnless(a.value);
-        if (record !== null) this.repairStale(key, record, replicas);
+        if (record !== null) this.repairStale(key, record, replicas, elsewhere.get(record) ?? undefined);
       };
       if (replicas.complete) settled();
       else void replicas.all().then(settled);
@@ -303,7 +304,7 @@ export class Grinder implements DataApi {
     missing: boolean,
     replicas: Gathering<ReplicaAnswer>,
     aliensHere: Promise<StoredRecord | OpenedValue | null> | null,
-    elsewhere: Array<StoredRecord | OpenedValue>,
+    elsewhere: Map<StoredRecord | OpenedValue, string | null>,
     open: boolean,
   ): Promise<StoredRecord | OpenedValue | null> {
     // Records in hand first: of equal versions, the one with its value is kept.
@@ -313,15 +314,15 @@ export class Grinder implements DataApi {
     for (const a of answers) if (a.node !== primary) newest = newerAnswer(newest, a.value);
     // A replica misses a write only when it failed, and then an alien copy exists.
     if (this.parts.policy === 'quorum' && (missing || replicas.failures().length > 0 || newest === null)) {
-      elsewhere.push(...(await this.aliensElsewhere(key, open)));
-      for (const r of elsewhere) newest = newerAnswer(r, newest);
+      for (const r of await this.aliensElsewhere(key, open)) elsewhere.set(r, null);
+      for (const r of elsewhere.keys()) newest = newerAnswer(r, newest);
     }
     // Answers of bob peers carry no version: their records are fetched (and
     // closed with the alien copies unless one is the answer).
     for (const a of answers) {
       if (a.value === null || a.value.version !== null) continue;
       const r = await Promise.resolve(this.node(a.node).get(key, 'normal', open)).catch(() => null);
-      if (r !== null) elsewhere.push(r);
+      if (r !== null) elsewhere.set(r, a.node);
       newest = newerAnswer(r, newest);
     }
     return this.withValue(key, newest, answers, open);
@@ -374,16 +375,17 @@ export class Grinder implements DataApi {
   }
 
   /** Read repair: the replicas that answered with an older record get the newest. */
-  private repairStale(key: Buffer, record: StoredRecord | OpenedValue, replicas: Gathering<ReplicaAnswer>): void {
+  private repairStale(key: Buffer, record: StoredRecord | OpenedValue, replicas: Gathering<ReplicaAnswer>, fetchedFrom?: string): void {
     const stale = replicas
       .answers()
       .filter((a) => a.value === null || (a.value.version !== null && compareRecords(a.value as KeyState, record) < 0))
       .map((a) => a.node);
     if (stale.length === 0) return;
     if (!isOpened(record)) return this.parts.repair?.schedule(key, record, stale);
-    // A value left opened is read again for its repair, from a replica that reported its version.
+    // A value left opened is read again for its repair, from a replica that
+    // reported its version, or the bob peer it was fetched from.
     const holder = replicas.answers().find((a) => a.value !== null && a.value.version !== null && compareRecords(a.value as KeyState, record) === 0);
-    this.parts.repair?.schedule(key, record, stale, holder?.node ?? this.topology.self.name);
+    this.parts.repair?.schedule(key, record, stale, holder?.node ?? fetchedFrom ?? this.topology.self.name);
   }
 
   // ----------------------------------------------------------------- EXIST

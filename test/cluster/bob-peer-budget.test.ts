@@ -5,7 +5,8 @@
 // left (src/grpc/bob-answer.ts). A real oysterd (n1) over REST and gRPC;
 // the bob node is a gRPC server speaking BobApi from bob's proto, holding
 // values as a bob node does. Both vdisks live on it alone, so every value
-// n1 answers with comes from it.
+// n1 answers with comes from it — but in the last test, where n1 holds a
+// replica too and is repaired from bob.
 import fs from 'node:fs';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -61,13 +62,13 @@ async function bobHolding(t: Test, address: string, values: Map<number, Buffer>)
   t.teardown(() => server.forceShutdown());
 }
 
-/** n1 with a budget of LIMIT, in front of a bob node holding `values`. */
-async function throughN1(t: Test, values: Map<number, Buffer>): Promise<{ c: TestCluster; n1: OysterProcess }> {
+/** n1 with a budget of LIMIT, in front of a bob node holding `values`; both vdisks on bob alone, or on n1 and bob. */
+async function throughN1(t: Test, values: Map<number, Buffer>, replicas = [['bob'], ['bob']]): Promise<{ c: TestCluster; n1: OysterProcess }> {
   const extra = { http_body_memory_limit: '16 MiB', anti_entropy: { enabled: false } };
   const c = await TestCluster.start(
     t,
     // operation_timeout past the budget's wait: an answer waiting for room is refused by the budget.
-    { nodes: ['n1', 'bob'], replicas: [['bob'], ['bob']], keySize: 8, opts: { quorum: 1, checkInterval: '1s', operationTimeout: '10s', httpMaxBodySize: '64 MiB', extra } },
+    { nodes: ['n1', 'bob'], replicas, keySize: 8, opts: { quorum: 1, checkInterval: '1s', operationTimeout: '10s', httpMaxBodySize: '64 MiB', extra } },
     [],
   );
   await bobHolding(t, c.address('bob'), values);
@@ -179,4 +180,29 @@ t.test('a value larger than the whole budget is refused, not held', async (t) =>
   const grew = peakRss(n1.child.pid!) - before;
   t.ok(grew < 20 * MiB, `peak resident set grew ${(grew / MiB).toFixed(0)} MiB`);
   t.equal(await bodyBytes(n1.url), 0, 'nothing held');
+});
+
+t.test('a large value only the bob replica holds: answered, and repaired onto n1 from bob', async (t) => {
+  const values = largeValues(1);
+  const { c, n1 } = await throughN1(t, values, [
+    ['n1', 'bob'],
+    ['n1', 'bob'],
+  ]);
+  const got = await fetch(`${n1.url}/data/${FIRST}`);
+  t.equal(got.status, 200);
+  t.ok(Buffer.from(await got.arrayBuffer()).equals(values.get(FIRST)!), 'byte-exact, from bob');
+  const client = new BobClient(c.address('n1'), 20_000);
+  t.teardown(() => client.close());
+  const own = await waitFor(
+    "n1's replica to be repaired",
+    () =>
+      client.get(keyBytes(FIRST), { force_node: true }).then(
+        (b) => b.data,
+        () => null,
+      ),
+    10_000,
+  );
+  t.ok(own!.equals(values.get(FIRST)!), "n1's own replica holds the value");
+  await sleep(100);
+  t.equal(await bodyBytes(n1.url), 0, 'every room given back');
 });
