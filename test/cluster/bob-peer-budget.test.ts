@@ -114,6 +114,13 @@ t.test('16 REST GETs of 12 MiB at once, each value held whole by the bob node', 
   // The budget's 16 MiB and the values already sent, until V8 collects
   // them (docs/OPERATIONS.md); held whole as they came, they took 300 MiB more.
   t.ok(grew < 144 * MiB, `peak resident set grew ${(grew / MiB).toFixed(0)} MiB`);
+  // Ranges and HEAD are answered from the value as it came.
+  const range = await fetch(`${n1.url}/data/${FIRST}`, { headers: { Range: 'bytes=5000000-5000099' } });
+  t.equal(range.status, 206);
+  t.equal(range.headers.get('content-range'), `bytes 5000000-5000099/${VALUE}`);
+  t.ok(Buffer.from(await range.arrayBuffer()).equals(values.get(FIRST)!.subarray(5_000_000, 5_000_100)), 'a range: its bytes');
+  const head = await fetch(`${n1.url}/data/${FIRST}`, { method: 'HEAD' });
+  t.equal(head.headers.get('content-length'), String(VALUE), 'HEAD: its length');
   t.equal(await bodyBytes(n1.url), 0, 'every room given back');
 });
 
