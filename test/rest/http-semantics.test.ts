@@ -1,10 +1,16 @@
 // HTTP as a blob client expects it of /data/{key}: HEAD's headers, ETag and
 // Last-Modified from the version, conditional reads (304) and writes (412),
 // ranges (206, 416), and pipelined requests on one connection taking effect
-// in order.
+// in order, without piling up behind a client that reads nothing.
+import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
+import { sample } from './lib/metrics';
 import { call, client, startRestNode, statusExt } from './lib/node';
+
+function peakRss(pid: number): number {
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+}
 
 t.test('HTTP semantics of the data API', async (t) => {
   const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 4 } });
@@ -180,6 +186,37 @@ t.test('HTTP semantics of the data API', async (t) => {
     const expected = Array.from({ length: rounds }, () => [201, 200, 200, 404]).flat();
     t.same(statuses, expected, 'each GET sees the write just before it');
     for (let i = 0; i < rounds; i++) t.ok(answer.includes(`value ${i}`), `GET ${i} answered its POST's value`);
+  });
+
+  t.test('a client that pipelines GETs of a large value and reads nothing: its connection is paused', async (t) => {
+    t.equal((await api.post('/data/9000', Buffer.alloc(1024 * 1024, 'v'))).status, 201);
+    const dropped = async () => sample(await (await fetch(`${node.url}/metrics`)).text(), 'oyster_rest_requests_total', { status: '499' });
+    const droppedBefore = await dropped();
+    const pid = node.proc.child.pid!;
+    const rssBefore = peakRss(pid);
+    const port = Number(new URL(node.url).port);
+    // 200,000 GETs, 6.6 MB of requests: the value goes out by sendfile, past
+    // Node's stream, which never fills; Node alone parsed 127,000 of them.
+    const batch = Buffer.from('GET /data/9000 HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(1000));
+    const s = net.connect(port, '127.0.0.1', () => {
+      for (let i = 0; i < 200; i++) s.write(batch);
+    });
+    s.pause();
+    s.on('error', () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const grew = peakRss(pid) - rssBefore;
+    t.ok(grew < 64 * 1024 * 1024, `peak resident set grew ${(grew / 1024 / 1024).toFixed(0)} MiB`);
+    s.destroy();
+    // The requests waiting when the client left are dropped, never run.
+    let count = 0;
+    for (let i = 0; i < 50; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const now = (await dropped()) - droppedBefore;
+      if (now > 0 && now === count) break;
+      count = now;
+    }
+    t.ok(count > 0 && count <= 4096, `${count} requests were waiting when the client left (499)`);
+    t.equal((await api.get('/data/9000')).body.length, 1024 * 1024, 'the node serves on');
   });
 
   t.test('a connection closed with pipelined requests waiting leaves nothing behind', async (t) => {

@@ -43,9 +43,10 @@ export function errorBodies(log: Logger) {
     else log.debug({ method: ctx.method, path: ctx.path, status, err: msg }, 'request refused');
     reply(ctx, status, false, msg);
   };
-  // Responses that no route produced (unknown path, wrong method) still get a StatusExt body.
+  // Responses that no route produced (unknown path, wrong method) still get
+  // a StatusExt body; one written past Koa, or dropped, is left as it is.
   const done = (ctx: Context): void => {
-    if (ctx.status >= 400 && (ctx.body === undefined || ctx.body === null || typeof ctx.body === 'string')) {
+    if (ctx.respond !== false && ctx.status >= 400 && (ctx.body === undefined || ctx.body === null || typeof ctx.body === 'string')) {
       const msg = typeof ctx.body === 'string' && ctx.body ? ctx.body : ctx.message;
       reply(ctx, ctx.status, false, msg);
     }
