@@ -36,6 +36,8 @@ export interface ServingPortOptions {
   log: Logger;
   /** Largest batch a peer may send on a link (as gRPC's largest message). */
   maxMessageBytes: number;
+  /** Connections open at once (grpc_max_connections); more are closed as they arrive. */
+  maxConnections: number;
   /** Serves an accepted link as it serves an Operations stream. */
   serve: (call: OperationsCall) => void;
   /** A link was accepted (true) or refused (false). */
@@ -50,6 +52,7 @@ export class ServingPort {
   private constructor(private readonly o: ServingPortOptions) {
     this.injector = o.grpc.createConnectionInjector(o.credentials ?? grpc.ServerCredentials.createInsecure());
     this.listener = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    this.listener.maxConnections = o.maxConnections;
   }
 
   /** Listens on the address; resolves once it does. */

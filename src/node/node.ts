@@ -327,6 +327,7 @@ export class OysterNode {
       auth,
       log: calls.log,
       maxMessageBytes,
+      maxConnections: node.grpcMaxConnections,
       serve: operations.handle,
       onLink: (accepted) => this.metrics.linksAccepted.inc({ outcome: accepted ? 'accepted' : 'refused' }),
     });
