@@ -2,7 +2,8 @@
 // (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS), so a client that makes
 // thousands of calls at once has them queued on its side instead of held
 // by the node; connections past grpc_max_connections are closed while the
-// others are served. A real oysterd.
+// others are served; an Exist whose keys would hold more than the memory
+// for values in flight is refused unread. A real oysterd.
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -68,4 +69,26 @@ t.test('connections past grpc_max_connections are closed, the others served', as
   const fourth = connect();
   t.teardown(() => fourth.socket.destroy());
   t.notOk(await fourth.closedWithin(300), 'once one closed, a new connection stays open');
+});
+
+t.test('an Exist whose keys would hold more than http_body_memory_limit is refused unread', async (t) => {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { extra: { http_body_memory_limit: '16 MiB' } } });
+  const client = new BobClient(node.files.addresses.solo, 60_000);
+  t.teardown(() => client.close());
+  const keys = (n: number) => Array.from({ length: n }, (_, i) => Buffer.from(new BigUint64Array([BigInt(i)]).buffer));
+  await client.ping();
+  const pid = node.proc.child.pid!;
+  const before = peakRss(pid);
+  // 100,000 keys: a message of 1.2 MB, which would hold about 38 MB while it runs.
+  const err = await client.exist(keys(100_000)).then(
+    () => null,
+    (e: { code: number; details: string }) => e,
+  );
+  t.equal(err?.code, 8, 'RESOURCE_EXHAUSTED');
+  t.match(err?.details, /an Exist of \d+ bytes would hold about \d+ bytes while it runs, more than http_body_memory_limit \(16777216\): ask for fewer keys at once/);
+  const grew = peakRss(pid) - before;
+  t.ok(grew < 16 * 1024 * 1024, `peak resident set grew ${(grew / 1024 / 1024).toFixed(0)} MiB`);
+  const answer = await client.exist(keys(20_000));
+  t.equal(answer.length, 20_000, 'an Exist of 20,000 keys is answered');
+  t.ok(answer.every((e) => e === false), 'none of them is there');
 });
