@@ -20,7 +20,6 @@ import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
 import { HeldValue } from './answer-budget';
 import { clientCallStream, firstMessageLength } from './call-stream';
 
-
 /** The room a peer's answer holds in the budget; given back once. */
 export class AnswerRoom {
   private bytes = 0;
@@ -128,9 +127,7 @@ class HeldValueReader implements ValueReader {
   }
 
   async read(offset: number, target: Buffer): Promise<void> {
-    const value = this.open();
-    if (offset + target.length > this.size) throw errors.internal(`bytes [${offset}, ${offset + target.length}) of a value of ${this.size} bytes`);
-    value.copy(target, 0, offset, offset + target.length);
+    this.bytes(offset, target.length).copy(target);
   }
 
   bytes(offset: number, length: number): Buffer {

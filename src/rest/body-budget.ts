@@ -3,9 +3,11 @@
 // SMALL_BODY bytes or more held whole holds its bytes, one written as it
 // arrives two windows (middleware/streamed-body.ts), a large value being
 // sent its buffer (http/opened-value.ts), a gRPC request message its length
-// (../grpc/receive-budget.ts), a value read whole for a gRPC answer, a peer's
-// part or a read repair its length (../grpc/answer-budget.ts) — from the
-// first byte until the response is done.
+// (../grpc/receive-budget.ts; an Exist 32 times it), a value read whole for
+// a gRPC answer, a peer's part or a read repair its length
+// (../grpc/answer-budget.ts), a bob peer's answer of a large value its
+// length (../grpc/bob-answer.ts) — from the first byte until the response is
+// done.
 // What does not fit waits, in order of arrival, and is refused with 503 and
 // Retry-After if it still does not fit after MAX_WAIT_MS, unread. Nothing
 // larger than the budget is ever held whole (StreamedBody.whole refuses it),
