@@ -7,7 +7,7 @@
 // it, or for the connection to close. The common case, one request at a
 // time, costs one property read.
 //
-// A waiting request holds its request, response and context (about 2 KB).
+// A waiting request holds its request, response and context (a few KB).
 // Node stops reading a connection whose answers' bytes pile up, but a large
 // value goes out past Node's stream (sendfile), so a client that pipelined
 // GETs of one and read nothing had Node parse them as fast as they came:
