@@ -7,15 +7,15 @@
 // values as a bob node does. Both vdisks live on it alone, so every value
 // n1 answers with comes from it — but in the last test, where n1 holds a
 // replica too and is repaired from bob.
-import fs from 'node:fs';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import t, { Test } from 'tap';
 import { BobClient, bobApiService, codeOf } from '../helpers/grpc-client';
 import { OysterProcess } from '../helpers/oysterd';
-import { sample } from '../rest/lib/metrics';
+import { bodyBytes } from '../rest/lib/metrics';
 import { Rng } from '../robustness/lib';
 import { TestCluster, sleep, waitFor } from './lib';
+import { peakRss } from '../helpers/memory';
 
 const MiB = 1024 * 1024;
 const VALUE = 12 * MiB;
@@ -30,12 +30,6 @@ function keyBytes(n: number): Buffer {
   b.writeBigUInt64LE(BigInt(n));
   return b;
 }
-
-function peakRss(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-}
-
-const bodyBytes = async (url: string) => sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_rest_body_bytes');
 
 type Call = { request: { key?: { key: Buffer }; keys?: Array<{ key: Buffer }> } };
 type Done = (err: grpc.ServiceError | null | { code: number; details: string }, res?: object) => void;

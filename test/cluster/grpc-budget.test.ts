@@ -10,21 +10,17 @@
 // is refused. Real oysterd processes, bob-shaped clients
 // (test/helpers/grpc-client.ts), a raw HTTP/2 client for the message that
 // stalls and for the answer nobody reads.
-import fs from 'node:fs';
 import http2 from 'node:http2';
 import t, { Test } from 'tap';
 import { BobClient, METHOD, Status, codeOf, keyBytes, pb } from '../helpers/grpc-client';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { Rng } from '../robustness/lib';
+import { peakRss } from '../helpers/memory';
 
 const MiB = 1024 * 1024;
 const VALUE = 12 * MiB;
 const TS = 1_700_000_000;
-
-function peakRss(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-}
 
 async function cluster(t: Test, names: string[], requestTimeout: string): Promise<Array<{ proc: OysterProcess; address: string }>> {
   const files = await writeCluster(tempDir(t), { nodes: names.map((name) => ({ name })), vdisks: 2, keySize: 8 }, {

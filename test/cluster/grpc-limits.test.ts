@@ -4,16 +4,12 @@
 // by the node; connections past grpc_max_connections are closed while the
 // others are served; an Exist whose keys would hold more than the memory
 // for values in flight is refused unread. A real oysterd.
-import fs from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
 import t from 'tap';
 import { BobClient } from '../helpers/grpc-client';
 import { startRestNode } from '../rest/lib/node';
-
-function peakRss(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-}
+import { peakRss } from '../helpers/memory';
 
 t.test('a connection has at most 256 calls open; more are queued by the client, not held by the node', async (t) => {
   const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 } });

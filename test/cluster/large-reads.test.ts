@@ -16,13 +16,10 @@ import { BobClient, Status, codeOf, keyBytes } from '../helpers/grpc-client';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { Rng } from '../robustness/lib';
+import { peakRss } from '../helpers/memory';
 
 const MiB = 1024 * 1024;
 const VALUE = 12 * MiB;
-
-function peakRss(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-}
 
 type Node = { proc: OysterProcess; address: string; disk: string };
 

@@ -2,15 +2,11 @@
 // Last-Modified from the version, conditional reads (304) and writes (412),
 // ranges (206, 416), and pipelined requests on one connection taking effect
 // in order, without piling up behind a client that reads nothing.
-import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
 import { sample } from './lib/metrics';
 import { call, client, startRestNode, statusExt } from './lib/node';
-
-function peakRss(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-}
+import { peakRss } from '../helpers/memory';
 
 t.test('HTTP semantics of the data API', async (t) => {
   const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 4 } });

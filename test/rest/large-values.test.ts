@@ -20,8 +20,9 @@ import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { native } from '../../src/store/native';
 import { tempDir } from '../helpers/tmpdir';
 import { Rng } from '../robustness/lib';
-import { sample } from './lib/metrics';
+import { bodyBytes } from './lib/metrics';
 import { call } from './lib/node';
+import { peakRss } from '../helpers/memory';
 
 const MiB = 1024 * 1024;
 const KEY_SIZE = 16;
@@ -30,14 +31,6 @@ const KEY_SIZE = 16;
 const pattern = (n: number, seed: number): Buffer => new Rng(seed).bytes(n);
 
 const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
-
-// What the node holds of http_body_memory_limit.
-const bodyBytes = async (url: string) => sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_rest_body_bytes');
-
-function peakRss(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)![1]) * 1024;
-}
 
 // How much a node's peak resident set may grow while one large value goes
 // in and out: the body's two windows, the answer's buffer, the socket

@@ -17,7 +17,7 @@ import { Rng } from '../robustness/lib';
 import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { mountTmpfs } from '../versions/lib';
-import { sample } from './lib/metrics';
+import { bodyBytes } from './lib/metrics';
 import { call, sleep, startRestNode, waitFor } from './lib/node';
 
 const KiB = 1024;
@@ -94,8 +94,6 @@ async function open(url: string): Promise<Connection> {
   await c.connected();
   return c;
 }
-
-const bodyBytes = async (url: string) => sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_rest_body_bytes');
 
 t.test('requests pipelined behind large bodies on one connection: answered in order, each value exact', async (t) => {
   const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 }, opts: { httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '64 MiB' } } });

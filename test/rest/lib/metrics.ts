@@ -19,3 +19,8 @@ export function sample(exposition: string, name: string, labels: Record<string, 
   }
   return sum;
 }
+
+/** Bytes the node at `url` holds of http_body_memory_limit now (oyster_rest_body_bytes). */
+export async function bodyBytes(url: string): Promise<number> {
+  return sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_rest_body_bytes');
+}
