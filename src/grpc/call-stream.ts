@@ -46,3 +46,48 @@ export function firstMessageLength(stream: Http2Stream, then: (length: number) =
   };
   stream.on('data', onData);
 }
+
+/**
+ * Calls `admit` with the length of each message `stream` carries, as soon
+ * as its prefix arrives (the bytes go on to grpc-js as they came). When
+ * `admit` returns false, the bytes after that prefix are looked at only
+ * once the `next` it was given is called.
+ */
+export function eachMessageLength(stream: Http2Stream, admit: (length: number, next: () => void) => boolean): void {
+  const head = Buffer.alloc(PREFIX);
+  let headFill = 0;
+  // Bytes of the current message's body still to come.
+  let body = 0;
+  let held: Buffer | null = null;
+  const next = () => {
+    const rest = held;
+    held = null;
+    if (rest !== null) walk(rest);
+  };
+  const walk = (chunk: Buffer): void => {
+    let at = 0;
+    while (at < chunk.length) {
+      if (body > 0) {
+        const n = Math.min(body, chunk.length - at);
+        body -= n;
+        at += n;
+        continue;
+      }
+      const n = Math.min(PREFIX - headFill, chunk.length - at);
+      chunk.copy(head, headFill, at, at + n);
+      headFill += n;
+      at += n;
+      if (headFill < PREFIX) return;
+      headFill = 0;
+      body = head.readUInt32BE(1);
+      if (!admit(body, next)) {
+        held = chunk.subarray(at);
+        return;
+      }
+    }
+  };
+  stream.on('data', (chunk: Buffer) => {
+    if (held !== null) held = Buffer.concat([held, chunk]);
+    else walk(chunk);
+  });
+}

@@ -10,7 +10,9 @@ import * as grpc from '@grpc/grpc-js';
 import { MaybePromise } from '../model/maybe-promise';
 import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 import { isOpened, OpenedValue } from '../model/value';
-import { BodyBudget } from '../rest/body-budget';
+import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
+import { MessageRooms } from './message-rooms';
+import { EXIST_COST } from './receive-budget';
 import { readWithinBudget } from './answer-budget';
 import { compareVersions, formatVersion, StoredRecord, Version } from '../model/version';
 import { errors, isOysterError } from '../model/errors';
@@ -22,6 +24,12 @@ import { encodeStates, fieldsVersion } from './versions';
 
 /** Operations of one stream received and not yet answered, beyond which it is not read. */
 export const MAX_IN_FLIGHT = 4096;
+/** Small batches' bytes (each under SMALL_BODY, taking no room) one stream may have running, beyond which it is not read. */
+const SMALL_BATCHES_BYTES = 1024 * 1024;
+/** What an operation holds while it runs besides its value or keys (its objects), bytes. */
+const OP_BYTES = 256;
+/** An operation's key as its message carries it: the key's bytes and two of field tag and length. */
+const KEY_FIELD = 2;
 
 /**
  * One peer's stream of operation batches, as the endpoint uses it: a gRPC
@@ -200,10 +208,50 @@ function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, gi
   }
 }
 
+/** An operation that would hold more than the whole budget while it runs (an Exist of too many keys). */
+function tooLarge(op: OperationMsg, keySize: number, budget: BodyBudget): ResultMsg | null {
+  const cost = opCost(op, keySize);
+  if (cost <= budget.limit) return null;
+  const r = newResult(op.id);
+  r.code = grpc.status.RESOURCE_EXHAUSTED;
+  r.details = `an operation holding about ${cost} bytes while it runs, more than http_body_memory_limit (${budget.limit}): ask for fewer keys at once`;
+  return r;
+}
+
+/**
+ * What an operation holds while it runs, bytes: its value and its objects;
+ * an Exist EXIST_COST times its keys, as a BobApi Exist (./receive-budget.ts).
+ */
+function opCost(op: OperationMsg, keySize: number): number {
+  if (op.kind === OperationKind.EXIST) return op.keys.length * (keySize + KEY_FIELD) * EXIST_COST;
+  return OP_BYTES + (Buffer.isBuffer(op.value) ? op.value.length : 0);
+}
+
+/** A batch received, from its arrival until its last operation answered. */
+interface Batch {
+  readonly ops: OperationMsg[];
+  /** Its operations not answered yet. */
+  left: number;
+  /** What it holds in the budget: the room its message took as it arrived (./message-rooms.ts), and `extra` once taken. */
+  room: number;
+  /** Room still to take before it runs: what its operations hold beyond its message (an Exist's keys, many small operations). */
+  extra: number;
+  /** What it holds outside the budget, a small batch (under SMALL_BODY). */
+  small: number;
+}
+
 /**
  * The Operations streams this node serves. close() ends them as the node
  * stops: a peer keeps its stream open for as long as it runs, and the
  * server's graceful shutdown waits for every stream to end.
+ *
+ * A stream's batches hold memory within the budget (http_body_memory_limit)
+ * from their arrival until their last operation answered: the room their
+ * message took as it arrived (`rooms`, ./message-rooms.ts), and what their
+ * operations hold beyond it, taken before they run. Small batches take no
+ * room, as small REST bodies do not; a stream has at most
+ * SMALL_BATCHES_BYTES of them running. A batch that waits for room holds
+ * back the batches after it, and the stream is not read meanwhile.
  */
 export class OperationsEndpoint {
   private readonly open = new Set<() => void>();
@@ -215,15 +263,22 @@ export class OperationsEndpoint {
     for (const close of [...this.open]) close();
   }
 
-  readonly handle = (call: OperationsCall): void => {
+  /** Serves a stream; `rooms`: where its messages' rooms are claimed (null: they took none). */
+  readonly handle = (call: OperationsCall, rooms: MessageRooms | null): void => {
     const { parts } = this;
-    const { auth, onAnswer } = parts;
+    const { auth, onAnswer, budget, keySize } = parts;
     let inFlight = 0;
+    let smallBytes = 0;
     let ended = false;
     let closing = false;
     let done = false;
     let paused = false;
     let out: ResultMsg[] = [];
+    // Batches received and not run yet, oldest first: they wait for the
+    // stream's credentials, or for room.
+    const waiting: Batch[] = [];
+    let taking = false;
+    const stopTaking = new AbortController();
     // The rooms in the budget (and the buffers) that results with large
     // values hold: those in `out`, then those of each batch being written,
     // given back once the stream took its bytes — not before: a batch may
@@ -240,6 +295,22 @@ export class OperationsEndpoint {
       holding = [];
       for (const gives of writing) giveBack(gives);
       writing.clear();
+      // Batches that never ran: their operations will not answer.
+      stopTaking.abort();
+      for (const b of waiting) budget.give(b.room);
+      waiting.length = 0;
+    };
+    // The stream is read while fewer than MAX_IN_FLIGHT operations and
+    // SMALL_BATCHES_BYTES of small batches run and no batch waits; once
+    // paused, until half of those.
+    const flow = () => {
+      if (!paused && (inFlight >= MAX_IN_FLIGHT || smallBytes >= SMALL_BATCHES_BYTES || waiting.length > 0)) {
+        paused = true;
+        call.pause();
+      } else if (paused && inFlight < MAX_IN_FLIGHT / 2 && smallBytes < SMALL_BATCHES_BYTES / 2 && waiting.length === 0) {
+        paused = false;
+        call.resume();
+      }
     };
     let flushing = false;
     const finish = (status: Partial<grpc.StatusObject> | null) => {
@@ -265,10 +336,7 @@ export class OperationsEndpoint {
         };
         more = call.write({ results }, gives.length > 0 ? written : undefined);
       }
-      if (paused && inFlight < MAX_IN_FLIGHT / 2) {
-        paused = false;
-        call.resume();
-      }
+      flow();
       if (!more) {
         // The peer reads slowly: no more results until it took these.
         flushing = true;
@@ -299,27 +367,75 @@ export class OperationsEndpoint {
     const authorized = authorizeCall(auth, 'Operations', call);
     // Once the stream's credentials are known good, operations run as they come.
     let allowed = false;
+    const runBatch = (b: Batch) => {
+      const answered = (r: ResultMsg, give?: () => void) => {
+        answer(r, give);
+        if (--b.left > 0) return;
+        budget.give(b.room);
+        smallBytes -= b.small;
+        if (!done) flow();
+      };
+      for (const op of b.ops) {
+        const refusal = closing ? { id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' } : tooLarge(op, keySize, budget);
+        if (refusal !== null) answered(refusal);
+        else run(parts, op, answered);
+      }
+    };
+    // Runs the waiting batches in order, each once it has its room.
+    const pump = () => {
+      while (waiting.length > 0 && allowed && !done && !taking) {
+        const b = waiting[0];
+        if (b.extra > 0) {
+          // Beyond its own message's room: a batch that holds more than the limit runs alone.
+          if (!budget.takeNow(b.extra, b.room)) {
+            taking = true;
+            void budget.takeEventually(b.extra, b.room, stopTaking.signal).then((ok) => {
+              taking = false;
+              if (!ok) return;
+              if (done) return budget.give(b.extra);
+              b.room += b.extra;
+              b.extra = 0;
+              pump();
+            });
+            break;
+          }
+          b.room += b.extra;
+          b.extra = 0;
+        }
+        waiting.shift();
+        runBatch(b);
+      }
+      flow();
+    };
     authorized.then(
-      () => (allowed = true),
+      () => {
+        allowed = true;
+        pump();
+      },
       (err: unknown) => finish(failureStatus(err, 'Operations', parts.log)),
     );
-    const runNow = (op: OperationMsg) => run(parts, op, answer);
     call.on('data', (batch: OperationBatchMsg) => {
+      const room = rooms?.claim() ?? 0;
       const malformed = undecodable(batch);
-      if (malformed !== undefined) {
-        finish(invalidArgument(`malformed Operations batch: ${malformed}`));
+      if (done || malformed !== undefined) {
+        budget.give(room);
+        if (malformed !== undefined) finish(invalidArgument(`malformed Operations batch: ${malformed}`));
         return;
       }
-      inFlight += batch.ops.length;
-      if (inFlight >= MAX_IN_FLIGHT && !paused) {
-        paused = true;
-        call.pause();
-      }
+      let cost = 0;
       for (const op of batch.ops) {
-        if (closing) answer({ id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' });
-        else if (allowed) runNow(op);
-        else authorized.then(() => runNow(op), () => undefined);
+        const c = opCost(op, keySize);
+        if (c <= budget.limit) cost += c;
       }
+      const b: Batch = { ops: batch.ops, left: batch.ops.length, room, extra: 0, small: 0 };
+      if (room === 0 && cost < SMALL_BODY) b.small = cost;
+      // What a large message's operations hold beyond it is taken only when it is much: it has room for itself.
+      else if (room === 0 || cost - room >= SMALL_BODY) b.extra = cost - room;
+      smallBytes += b.small;
+      inFlight += b.ops.length;
+      if (b.left === 0) budget.give(b.room);
+      else waiting.push(b);
+      pump();
     });
     call.on('end', () => {
       ended = true;

@@ -71,6 +71,13 @@ export interface PeerOptions {
 
 /** How long a peer that does not serve Replicas.Operations (a bob node) is sent BobApi calls before it is asked again. */
 const UNSUPPORTED_MS = 3600_000;
+/**
+ * Keys asked about in one Exist at most: a peer refuses an Exist that would
+ * hold more than its memory for values in flight while it runs (about 32
+ * times its keys' bytes; 4096 keys of 64 bytes hold about 8.5 MB), and a
+ * bob peer a message over 4 MiB.
+ */
+const EXIST_KEYS = 4096;
 const OPERATIONS_PATH = '/oyster.Replicas/Operations';
 
 type Callback<T> = (err: grpc.ServiceError | null, value?: T) => void;
@@ -322,6 +329,13 @@ export class PeerClient implements NodeApi {
   }
 
   exist(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
+    if (keys.length <= EXIST_KEYS) return this.existFew(keys, source);
+    const parts: Array<Promise<ExistAnswer[]>> = [];
+    for (let at = 0; at < keys.length; at += EXIST_KEYS) parts.push(this.existFew(keys.slice(at, at + EXIST_KEYS), source));
+    return Promise.all(parts).then((answers) => answers.flat());
+  }
+
+  private existFew(keys: Buffer[], source: GetSource): Promise<ExistAnswer[]> {
     const op = newOperation(OperationKind.EXIST, keys);
     op.source = SOURCES[source];
     return this.operate(

@@ -10,8 +10,9 @@
 // RESOURCE_EXHAUSTED, unread; one that does not arrive whole within
 // `receiveTimeoutMs` of being let in (http_request_timeout) ends its call
 // with DEADLINE_EXCEEDED, so that a client that stalls mid-message does not
-// keep its room. Calls with a stream of requests are not gated here (their
-// messages are bounded per message only).
+// keep its room. A call with a stream of requests (Replicas.Operations) has
+// each of its messages let in so as well (./message-rooms.ts), for as long as
+// the call lasts.
 //
 // An Exist holds far more than its message while it runs: each key becomes
 // objects of its own (decoded, grouped by vdisk, answered), about 30 times
@@ -22,20 +23,65 @@
 import http2, { type Http2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
-import { callStream, firstMessageLength } from './call-stream';
+import { callStream, eachMessageLength, firstMessageLength } from './call-stream';
+import { MessageRooms } from './message-rooms';
 
 const EXIST_PATH = '/bob_storage.BobApi/Exist';
-const EXIST_COST = 32;
+/** What an Exist holds while it runs, per byte of its keys. */
+export const EXIST_COST = 32;
 
 export function receiveWithinBudget(budget: BodyBudget, receiveTimeoutMs: number): grpc.ServerInterceptor {
   return (method, call) => {
     // grpc-js's own call at the end of the chain holds the stream; it keeps it paused until the call asks to read.
     const stream = callStream(call);
-    if (!method.requestStream && stream !== undefined) gate(stream, call, budget, receiveTimeoutMs, method.path === EXIST_PATH ? EXIST_COST : 1);
+    if (method.requestStream && stream !== undefined) return new GatedStreamCall(call, stream, new MessageRooms(budget));
+    if (stream !== undefined) gate(stream, call, budget, receiveTimeoutMs, method.path === EXIST_PATH ? EXIST_COST : 1);
     // grpc-js passes each interceptor's call on through the interface alone:
     // the call itself, without a layer that forwards every event, costs nothing more per call.
     return call as grpc.ServerInterceptingCall;
   };
+}
+
+/**
+ * A call with a stream of requests, whose messages come within the budget:
+ * while a message waits for room, the HTTP/2 stream stays paused, and
+ * grpc-js is not asked for the next message, which would resume it.
+ */
+class GatedStreamCall extends grpc.ServerInterceptingCall {
+  private readWanted = false;
+
+  constructor(
+    next: grpc.ServerInterceptingCallInterface,
+    stream: Http2Stream,
+    readonly rooms: MessageRooms,
+  ) {
+    super(next);
+    eachMessageLength(stream, (length, next) => {
+      const admitted = rooms.admit(length, () => {
+        next();
+        if (rooms.waiting) return;
+        stream.resume();
+        if (this.readWanted) {
+          this.readWanted = false;
+          super.startRead();
+        }
+      });
+      if (!admitted) stream.pause();
+      return admitted;
+    });
+    stream.once('close', () => rooms.close());
+  }
+
+  override startRead(): void {
+    if (this.rooms.waiting) this.readWanted = true;
+    else super.startRead();
+  }
+}
+
+/** The rooms of the messages of a call with a stream of requests (`call` as its handler has it); null for a call not gated. */
+export function streamRooms(call: object): MessageRooms | null {
+  const gated = (call as { call?: unknown }).call;
+  return gated instanceof GatedStreamCall ? gated.rooms : null;
 }
 
 // Reads the message's length from its first bytes; from SMALL_BODY bytes of

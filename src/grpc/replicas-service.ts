@@ -13,9 +13,12 @@ import {
   EntriesResponseMsg,
   FilesRequestMsg,
   FilesResponseMsg,
+  OperationBatchMsg,
   ReadFileRequestMsg,
   ReplicasService,
+  ResultBatchMsg,
 } from './proto';
+import { streamRooms } from './receive-budget';
 import { BadRequest, CallParts, serverStream, unary } from './server';
 import { OperationsEndpoint } from './operations-service';
 import { decodeOperationBatch, encodeResultBatch } from './operation-codec';
@@ -92,7 +95,7 @@ function bitsOf(bits: unknown): number {
 export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServiceImplementation {
   const { store } = parts;
   return {
-    Operations: parts.operations.handle,
+    Operations: (call: grpc.ServerDuplexStream<OperationBatchMsg, ResultBatchMsg>) => parts.operations.handle(call, streamRooms(call)),
 
     Digest: unary<DigestRequestMsg, DigestResponseMsg>(parts, 'Digest', async (call) => {
       const vdisk = vdiskOf(parts, call.request.vdisk);

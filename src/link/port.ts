@@ -16,6 +16,8 @@ import { decodeOperationBatch, encodeResultBatch } from '../grpc/operation-codec
 import { OperationsCall } from '../grpc/operations-service';
 import { ResultBatchMsg, ResultMsg } from '../grpc/proto';
 import { Authenticator } from '../auth/authenticator';
+import { MessageRooms } from '../grpc/message-rooms';
+import { BodyBudget } from '../rest/body-budget';
 import { parseHostPort } from '../config/address';
 import { BATCH, encodeStatus, encodeWelcome, FrameReader, KEEPALIVE_MS, parseHello, STATUS, writeFrame } from './wire';
 
@@ -38,8 +40,10 @@ export interface ServingPortOptions {
   maxMessageBytes: number;
   /** Connections open at once (grpc_max_connections); more are closed as they arrive. */
   maxConnections: number;
-  /** Serves an accepted link as it serves an Operations stream. */
-  serve: (call: OperationsCall) => void;
+  /** What a link's batches are let in within (../grpc/message-rooms.ts). */
+  budget: BodyBudget;
+  /** Serves an accepted link as it serves an Operations stream, its batches let in by `rooms`. */
+  serve: (call: OperationsCall, rooms: MessageRooms) => void;
   /** A link was accepted (true) or refused (false). */
   onLink?: (accepted: boolean) => void;
 }
@@ -114,7 +118,7 @@ export class ServingPort {
   }
 
   private async greet(socket: net.Socket, authorization: string, rest: Buffer): Promise<void> {
-    const call = new LinkCall(socket, authorization, this.o.maxMessageBytes, this.o.log);
+    const call = new LinkCall(socket, authorization, this.o.maxMessageBytes, this.o.budget, this.o.log);
     let refusal: Partial<grpc.StatusObject> | null = null;
     if (this.o.credentials !== null) {
       refusal = { code: grpc.status.FAILED_PRECONDITION, details: 'this node serves gRPC with TLS only: no plaintext links' };
@@ -137,7 +141,7 @@ export class ServingPort {
     socket.write(encodeWelcome(0, ''));
     this.links.add(socket);
     socket.once('close', () => this.links.delete(socket));
-    this.o.serve(call);
+    this.o.serve(call, call.rooms);
     call.start(rest);
   }
 }
@@ -146,12 +150,16 @@ export class ServingPort {
  * An accepted link as the Operations endpoint sees a gRPC call: batches in
  * as 'data', results out by write(), a failure status by emit('error')
  * (sent as a STATUS frame, then the link ends), flow control by pause and
- * resume of the socket.
+ * resume of the socket. The socket is also not read while a batch waits
+ * for room (`rooms`).
  */
 class LinkCall extends EventEmitter implements OperationsCall {
   cancelled = false;
   readonly metadata = new grpc.Metadata();
+  readonly rooms: MessageRooms;
   private readonly reader: FrameReader;
+  // The endpoint asked for no more batches for now.
+  private paused = false;
   // The endpoint ended the stream: frames that still come are not its.
   private over = false;
   // Buffers for frames of results, once written: a part of a large value is
@@ -163,14 +171,21 @@ class LinkCall extends EventEmitter implements OperationsCall {
     private readonly socket: net.Socket,
     authorization: string,
     maxBytes: number,
+    budget: BodyBudget,
     private readonly log: Logger,
   ) {
     super();
     if (authorization !== '') this.metadata.set('authorization', authorization);
-    this.reader = new FrameReader(maxBytes, (type, payload) => {
-      if (type !== BATCH) throw new Error(`a frame of type ${type} from the client`);
-      if (!this.over) this.emit('data', tolerant(decodeOperationBatch)(payload));
-    });
+    const rooms = (this.rooms = new MessageRooms(budget));
+    this.reader = new FrameReader(
+      maxBytes,
+      (type, payload) => {
+        if (type !== BATCH) throw new Error(`a frame of type ${type} from the client`);
+        if (!this.over) this.emit('data', tolerant(decodeOperationBatch)(payload));
+      },
+      false,
+      (type, size) => type !== BATCH || rooms.admit(size, () => this.admitted()),
+    );
     this.on('error', (status: Partial<grpc.StatusObject>) => {
       this.over = true;
       if (this.socket.destroyed) return;
@@ -185,12 +200,13 @@ class LinkCall extends EventEmitter implements OperationsCall {
     s.on('data', (chunk: Buffer) => this.take(chunk));
     s.on('end', () => this.emit('end'));
     s.on('close', () => {
+      this.rooms.close();
       this.cancelled = true;
       this.emit('cancelled');
     });
     s.on('drain', () => this.emit('drain'));
     if (rest.length > 0) this.take(rest);
-    s.resume();
+    this.flow();
   }
 
   getPeer(): string {
@@ -228,18 +244,38 @@ class LinkCall extends EventEmitter implements OperationsCall {
   }
 
   pause(): this {
-    this.socket.pause();
+    this.paused = true;
+    this.flow();
     return this;
   }
 
   resume(): this {
-    this.socket.resume();
+    this.paused = false;
+    this.flow();
     return this;
   }
 
+  // The socket is read while the endpoint wants batches and none waits for room.
+  private flow(): void {
+    if (this.paused || this.reader.holding) this.socket.pause();
+    else this.socket.resume();
+  }
+
   private take(chunk: Buffer): void {
+    this.read(() => this.reader.push(chunk));
+    // The batch whose header was in `chunk` waits for room.
+    if (this.reader.holding) this.flow();
+  }
+
+  // A batch held for room has it.
+  private admitted(): void {
+    this.read(() => this.reader.resume());
+    this.flow();
+  }
+
+  private read(frames: () => void): void {
     try {
-      this.reader.push(chunk);
+      frames();
     } catch (err) {
       // Framing lost: nothing after can be read.
       this.log.warn({ peer: this.getPeer(), err: (err as Error).message }, 'operations link closed: malformed frame');

@@ -111,25 +111,40 @@ export function decodeStatus(payload: Buffer): { code: number; details: string }
  * handed on as a view of it (a copy, with `copyViews`: the chunks are one
  * buffer read into again); a larger one is gathered into a buffer of its
  * own size, allocated once its header is in (never more than `maxBytes`).
+ * `admit`, when given, is asked about each frame once its header is in:
+ * false holds the frame and the bytes after it until `resume` is called.
  */
 export class FrameReader {
   private readonly head = Buffer.alloc(HEAD);
   private headFill = 0;
+  // The payload's size of the frame whose header is in; -1 between frames.
+  private size = -1;
   private body: Buffer | null = null;
   private bodyFill = 0;
   private type = 0;
+  private held: Buffer | null = null;
 
   constructor(
     private readonly maxBytes: number,
     private readonly onFrame: (type: number, payload: Buffer) => void,
     private readonly copyViews = false,
+    private readonly admit?: (type: number, size: number) => boolean,
   ) {}
+
+  /** A frame waits for `resume`. */
+  get holding(): boolean {
+    return this.held !== null;
+  }
 
   /** Takes the next bytes; throws (the stream is unusable) on a frame of length 0 or over maxBytes. */
   push(chunk: Buffer): void {
+    if (this.held !== null) {
+      this.held = Buffer.concat([this.held, chunk]);
+      return;
+    }
     let at = 0;
     while (at < chunk.length) {
-      if (this.body === null) {
+      if (this.size < 0) {
         const n = Math.min(HEAD - this.headFill, chunk.length - at);
         chunk.copy(this.head, this.headFill, at, at + n);
         this.headFill += n;
@@ -139,14 +154,21 @@ export class FrameReader {
         if (length === 0 || length - 1 > this.maxBytes) throw new Error(`a frame of ${length} bytes (at most ${this.maxBytes + 1})`);
         this.type = this.head[4];
         this.headFill = 0;
-        const size = length - 1;
-        if (chunk.length - at >= size) {
-          const view = chunk.subarray(at, at + size);
+        this.size = length - 1;
+        if (this.admit !== undefined && !this.admit(this.type, this.size)) {
+          this.held = chunk.subarray(at);
+          return;
+        }
+      }
+      if (this.body === null) {
+        if (chunk.length - at >= this.size) {
+          const view = chunk.subarray(at, at + this.size);
+          at += this.size;
+          this.size = -1;
           this.onFrame(this.type, this.copyViews ? Buffer.from(view) : view);
-          at += size;
           continue;
         }
-        this.body = Buffer.allocUnsafe(size);
+        this.body = Buffer.allocUnsafe(this.size);
         this.bodyFill = 0;
       }
       const n = Math.min(this.body.length - this.bodyFill, chunk.length - at);
@@ -156,8 +178,16 @@ export class FrameReader {
       if (this.bodyFill === this.body.length) {
         const body = this.body;
         this.body = null;
+        this.size = -1;
         this.onFrame(this.type, body);
       }
     }
+  }
+
+  /** Goes on with the frame `admit` held, and the bytes that came after it; throws as push does. */
+  resume(): void {
+    const rest = this.held;
+    this.held = null;
+    if (rest !== null) this.push(rest);
   }
 }

@@ -328,6 +328,7 @@ export class OysterNode {
       log: calls.log,
       maxMessageBytes,
       maxConnections: node.grpcMaxConnections,
+      budget: bodyBudget,
       serve: operations.handle,
       onLink: (accepted) => this.metrics.linksAccepted.inc({ outcome: accepted ? 'accepted' : 'refused' }),
     });

@@ -28,7 +28,7 @@ export const VALUE_BUFFER = 1024 * 1024;
 
 export class BodyBudget {
   private used = 0;
-  private readonly waiting: Array<{ bytes: number; admit: () => void }> = [];
+  private readonly waiting: Array<{ bytes: number; holding: number; admit: () => void }> = [];
   // Kept buffers by size, of the sizes buffer() was asked for.
   private readonly spare = new Map<number, Buffer[]>();
   private spareBytes = 0;
@@ -49,9 +49,13 @@ export class BodyBudget {
     return `the node holds ${this.used} bytes of values in flight (http_body_memory_limit ${this.limit}); retry later`;
   }
 
-  /** Takes `bytes` now if they fit (or nothing else is held and nobody waits); false otherwise. */
-  private tryTake(bytes: number): boolean {
-    if (this.waiting.length > 0 || !this.fits(bytes)) return false;
+  /**
+   * Takes `bytes` now if they fit (or nothing is held but the `holding`
+   * bytes the caller holds already) and nobody waits; false otherwise
+   * (nothing taken).
+   */
+  takeNow(bytes: number, holding = 0): boolean {
+    if (this.waiting.length > 0 || !this.fits(bytes, holding)) return false;
     this.used += bytes;
     this.onChange(this.used);
     return true;
@@ -62,23 +66,48 @@ export class BodyBudget {
    * false if there is no room by then (nothing taken).
    */
   take(bytes: number, waitMs = MAX_WAIT_MS): Promise<boolean> {
-    if (this.tryTake(bytes)) return Promise.resolve(true);
+    if (this.takeNow(bytes)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
-      const entry = {
-        bytes,
-        admit: () => {
-          clearTimeout(timer);
-          resolve(true);
-        },
-      };
       const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(entry), 1);
-        this.admitWaiting();
+        leave();
         this.onRefused();
-        resolve(false);
       }, waitMs);
-      this.waiting.push(entry);
+      const leave = this.queue(bytes, 0, (ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      });
     });
+  }
+
+  /**
+   * Takes `bytes` more for a caller that holds `holding` bytes already,
+   * waiting behind earlier waiters for as long as it takes (more than the
+   * limit once nothing else is held); resolves false (nothing taken) once
+   * `cancel` aborts first.
+   */
+  takeEventually(bytes: number, holding: number, cancel: AbortSignal): Promise<boolean> {
+    if (cancel.aborted) return Promise.resolve(false);
+    if (this.takeNow(bytes, holding)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const leave = this.queue(bytes, holding, (ok) => {
+        cancel.removeEventListener('abort', leave);
+        resolve(ok);
+      });
+      cancel.addEventListener('abort', leave);
+    });
+  }
+
+  /** Queues a waiter for `bytes`, told true once admitted; returns what takes it out of the queue, telling it false. */
+  private queue(bytes: number, holding: number, settle: (ok: boolean) => void): () => void {
+    const entry = { bytes, holding, admit: () => settle(true) };
+    this.waiting.push(entry);
+    return () => {
+      const at = this.waiting.indexOf(entry);
+      if (at < 0) return;
+      this.waiting.splice(at, 1);
+      this.admitWaiting();
+      settle(false);
+    };
   }
 
   /** Gives back bytes taken. */
@@ -110,12 +139,12 @@ export class BodyBudget {
     this.spareBytes += b.length;
   }
 
-  private fits(bytes: number): boolean {
-    return this.used === 0 || this.used + bytes <= this.limit;
+  private fits(bytes: number, holding = 0): boolean {
+    return this.used === holding || this.used + bytes <= this.limit;
   }
 
   private admitWaiting(): void {
-    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes)) {
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes, this.waiting[0].holding)) {
       const next = this.waiting.shift()!;
       this.used += next.bytes;
       this.onChange(this.used);

@@ -1,0 +1,66 @@
+// MessageRooms: the batches of one peer stream — a Replicas.Operations call
+// (./receive-budget.ts) or an operations link (../link/port.ts) — within the
+// node's memory for values in flight (http_body_memory_limit,
+// ../rest/body-budget.ts), as a REST body or a unary gRPC message is. A
+// message of SMALL_BODY bytes or more takes its length in the budget as soon
+// as its first bytes give that length, before the rest of it is read;
+// without room the stream is not read on, and flow control (HTTP/2's window,
+// TCP's) holds the sender back until there is room. It waits for as long as
+// the stream lives: refusing would end a busy peer's stream and every
+// operation on it, whose operations time out on their own instead. The
+// Operations endpoint claims each message's room as the message reaches it,
+// in the order they came, and gives it back once its operations answered.
+import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
+
+export class MessageRooms {
+  // The rooms of the messages let in and not yet claimed, oldest first (0: a small one).
+  private readonly rooms: number[] = [];
+  private _waiting = false;
+  private readonly closed = new AbortController();
+
+  constructor(private readonly budget: BodyBudget) {}
+
+  /** A message waits for room: its stream must not be read on. */
+  get waiting(): boolean {
+    return this._waiting;
+  }
+
+  /**
+   * A message of `length` bytes begins. Returns true when it may be read
+   * on; false when it waits for room: `then` is called once it has it (not
+   * once the rooms were closed). One message at a time: no message begins
+   * while another waits.
+   */
+  admit(length: number, then: () => void): boolean {
+    if (length < SMALL_BODY) {
+      this.rooms.push(0);
+      return true;
+    }
+    if (this.budget.takeNow(length)) {
+      this.rooms.push(length);
+      return true;
+    }
+    this._waiting = true;
+    void this.budget.takeEventually(length, 0, this.closed.signal).then((ok) => {
+      if (!ok) return;
+      if (this.closed.signal.aborted) return this.budget.give(length);
+      this.rooms.push(length);
+      this._waiting = false;
+      then();
+    });
+    return false;
+  }
+
+  /** The room of the oldest message let in and not claimed yet (0 for a small one), which the caller now gives back. */
+  claim(): number {
+    return this.rooms.shift() ?? 0;
+  }
+
+  /** The stream is over: gives back the rooms nobody claimed; a message waiting for room waits no more. */
+  close(): void {
+    if (this.closed.signal.aborted) return;
+    this.closed.abort();
+    for (const room of this.rooms) if (room > 0) this.budget.give(room);
+    this.rooms.length = 0;
+  }
+}

@@ -1,0 +1,165 @@
+// Operations streams and links within http_body_memory_limit: whoever opens
+// one (a peer, or anyone where authentication_type is None) and sends large
+// batches faster than the node takes them, or stalls in the middle of them,
+// has the node hold at most the limit of them; small operations are served
+// meanwhile, and the stalled batches are written once they come whole. An
+// EXIST of more keys than the limit has room for is refused, and a peer
+// asks about many keys a few thousand at a time. Real oysterd processes.
+import http2 from 'node:http2';
+import fs from 'node:fs';
+import t from 'tap';
+import type { Test } from 'tap';
+import YAML from 'yaml';
+import { decodeResultBatch, encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
+import { OperationKind, OperationMsg, ResultMsg } from '../../src/grpc/proto';
+import { frame, hello, RawLink } from '../helpers/link-client';
+import { peakRss } from '../helpers/memory';
+import { bodyBytes } from '../rest/lib/metrics';
+import { startRestNode } from '../rest/lib/node';
+import { TestCluster, sleep, waitFor } from './lib';
+
+const MIB = 1024 * 1024;
+const LIMIT = 16 * MIB;
+const VALUE = 12 * MIB;
+const SENDERS = 8;
+// What a stalled sender keeps back of its batch.
+const KEPT = 1024;
+
+const key = (n: number) => {
+  const k = Buffer.alloc(8);
+  k.writeBigUInt64LE(BigInt(n));
+  return k;
+};
+const put = (id: number, n: number, value: Buffer): OperationMsg =>
+  Object.assign(newOperation(OperationKind.PUT, [key(n)]), { id, value, timestamp: String(1000 + n), tick: '0', node: 0 });
+const exist = (id: number, keys: number): OperationMsg => Object.assign(newOperation(OperationKind.EXIST, Array.from({ length: keys }, (_, i) => key(i))), { id, source: 0 });
+const valueOf = (n: number) => Buffer.alloc(VALUE, n);
+
+async function budgetNode(t: Test) {
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2, keySize: 8 }, opts: { extra: { http_body_memory_limit: LIMIT } } });
+  return { node, address: node.files.addresses.solo, pid: node.proc.child.pid! };
+}
+
+/** Results from a link until `ids` all answered (or the node closed it). */
+async function linkResults(link: RawLink, ids: number[]): Promise<Map<number, ResultMsg>> {
+  const got = new Map<number, ResultMsg>();
+  while (!ids.every((id) => got.has(id))) {
+    const f = await link.next();
+    if (f?.type !== 'batch') break;
+    for (const r of f.batch.results) got.set(r.id, r);
+  }
+  return got;
+}
+
+async function within<T>(ms: number, p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+t.test('links stalling large batches hold at most the limit; small operations are served meanwhile', async (t) => {
+  const { node, address, pid } = await budgetNode(t);
+  const links = await Promise.all(Array.from({ length: SENDERS }, () => RawLink.open(address, hello(''))));
+  t.teardown(() => links.forEach((l) => l.close()));
+  const before = peakRss(pid);
+  const frames = links.map((_, i) => frame(1, encodeOperationBatch({ ops: [put(i + 1, i + 1, valueOf(i + 1))] })));
+  links.forEach((l, i) => l.socket.write(frames[i].subarray(0, frames[i].length - KEPT)));
+  await sleep(2000);
+  const held = await bodyBytes(node.url);
+  t.ok(held <= LIMIT, `the node counts ${held} bytes in flight, within the limit`);
+  const grew = peakRss(pid) - before;
+  // Read whole, the eight batches took the node's peak resident set up by 96 MiB and more.
+  t.ok(grew < LIMIT + 24 * MIB, `peak resident set grew ${(grew / MIB).toFixed(0)} MiB with ${SENDERS} batches of 12 MiB stalled`);
+
+  const small = await RawLink.open(address, hello(''));
+  t.teardown(() => small.close());
+  small.send({ ops: [put(100, 100, Buffer.from('small'))] });
+  const written = await within(3000, linkResults(small, [100]), 'a small Put');
+  t.equal(written.get(100)?.code ?? 0, 0, 'a small Put on another link is served meanwhile');
+  small.send({ ops: [Object.assign(newOperation(OperationKind.GET, [key(100)]), { id: 101, source: 0 })] });
+  const read = await within(3000, linkResults(small, [101]), 'a small Get');
+  t.equal(read.get(101)?.value?.toString(), 'small', 'and read back');
+
+  links.forEach((l, i) => l.socket.write(frames[i].subarray(frames[i].length - KEPT)));
+  const results = await within(60_000, Promise.all(links.map((l, i) => linkResults(l, [i + 1]))), 'the stalled batches');
+  t.same(results.map((r, i) => r.get(i + 1)?.code ?? 0), new Array(SENDERS).fill(0), 'each stalled batch is written once it came whole, in turn');
+  for (const n of [1, SENDERS]) {
+    const res = await fetch(`${node.url}/data/${n}`);
+    t.ok(Buffer.from(await res.arrayBuffer()).equals(valueOf(n)), `value ${n} reads back byte-exact`);
+  }
+  await waitFor('the budget to empty', async () => (await bodyBytes(node.url)) === 0, 5000);
+  t.pass('every room was given back');
+});
+
+t.test('gRPC Operations streams stalling large batches hold at most the limit', async (t) => {
+  const { node, address, pid } = await budgetNode(t);
+  // A session per stream: a paused stream's bytes must not stall the others' on a shared connection window.
+  const sessions = Array.from({ length: SENDERS }, () => http2.connect(`http://${address}`));
+  t.teardown(() => sessions.forEach((s) => s.destroy()));
+  const streams = sessions.map((s) =>
+    s.request({ ':method': 'POST', ':path': '/oyster.Replicas/Operations', 'content-type': 'application/grpc', te: 'trailers' }),
+  );
+  const answers = streams.map((s) => {
+    let bytes = Buffer.alloc(0);
+    s.on('data', (c: Buffer) => (bytes = Buffer.concat([bytes, c])));
+    s.on('error', () => undefined);
+    return new Promise<ResultMsg[]>((resolve) => {
+      const check = () => {
+        if (bytes.length >= 5 && bytes.length >= 5 + bytes.readUInt32BE(1)) resolve(decodeResultBatch(bytes.subarray(5, 5 + bytes.readUInt32BE(1))).results);
+      };
+      s.on('data', check);
+      s.on('close', () => resolve([]));
+    });
+  });
+  const before = peakRss(pid);
+  const messages = streams.map((_, i) => {
+    const m = encodeOperationBatch({ ops: [put(i + 1, i + 1, valueOf(i + 1))] });
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(m.length, 1);
+    return Buffer.concat([prefix, m]);
+  });
+  streams.forEach((s, i) => s.write(messages[i].subarray(0, messages[i].length - KEPT)));
+  await sleep(2000);
+  const held = await bodyBytes(node.url);
+  t.ok(held <= LIMIT, `the node counts ${held} bytes in flight, within the limit`);
+  const grew = peakRss(pid) - before;
+  t.ok(grew < LIMIT + 24 * MIB, `peak resident set grew ${(grew / MIB).toFixed(0)} MiB with ${SENDERS} messages of 12 MiB stalled`);
+  streams.forEach((s, i) => s.write(messages[i].subarray(messages[i].length - KEPT)));
+  const results = await within(60_000, Promise.all(answers), 'the stalled messages');
+  t.same(results.map((r, i) => r.find((x) => x.id === i + 1)?.code ?? (r.length ? 0 : 'none')), new Array(SENDERS).fill(0), 'each is written once it came whole');
+  await waitFor('the budget to empty', async () => (await bodyBytes(node.url)) === 0, 5000);
+  t.pass('every room was given back');
+});
+
+t.test('an EXIST whose keys would hold more than the limit is refused; a smaller one answered', async (t) => {
+  const { address } = await budgetNode(t);
+  const link = await RawLink.open(address, hello(''));
+  t.teardown(() => link.close());
+  // 100,000 keys of 8 bytes hold about 32 MB while they are looked up.
+  link.send({ ops: [exist(1, 100_000), exist(2, 1000)] });
+  const got = await within(10_000, linkResults(link, [1, 2]), 'the EXISTs');
+  t.equal(got.get(1)?.code, 8, 'RESOURCE_EXHAUSTED');
+  t.match(got.get(1)?.details, /http_body_memory_limit .*fewer keys/, 'naming the limit and the remedy');
+  t.equal(got.get(2)?.code ?? 0, 0, 'an EXIST of 1,000 keys in the same batch is answered');
+});
+
+t.test('a peer asks about many keys a few thousand at a time', async (t) => {
+  // n2 holds every key and has a small limit; n1 coordinates with the default one.
+  const c = await TestCluster.start(t, { nodes: ['n1', 'n2'], replicas: [['n2']], keySize: 8 }, []);
+  const yamlFile = c.files.nodeYaml.n2;
+  fs.writeFileSync(yamlFile, YAML.stringify({ ...YAML.parse(fs.readFileSync(yamlFile, 'utf8')), http_body_memory_limit: 2 * MIB }));
+  await Promise.all([c.startNode('n1'), c.startNode('n2')]);
+  for (const n of [5, 7000]) t.equal((await c.rest('n1', 'POST', `/data/${n}`, `value ${n}`)).status, 201, `key ${n} written through n1`);
+  // 10,000 keys asked of n2 at once would hold about 3.2 MB there.
+  const keys = Array.from({ length: 10_000 }, (_, i) => key(i));
+  const found = await c.grpc('n1').exist(keys);
+  t.same(
+    found.flatMap((f, i) => (f ? [i] : [])),
+    [5, 7000],
+    'every key answered, the written ones found',
+  );
+});
