@@ -16,8 +16,13 @@ import * as grpc from '@grpc/grpc-js';
 import { errors, OysterError } from '../model/errors';
 import { OperationBatchMsg, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
 import { fromStatus } from './status';
+import { operationWeight } from './operation-codec';
 
-/** A batch is cut once it holds this many value bytes (an operation larger than that goes alone). */
+/**
+ * A batch is cut once its operations weigh this many bytes, what they will
+ * hold at the peer (operationWeight: values, an Exist's keys many times
+ * over); an operation heavier than that goes alone.
+ */
 const BATCH_BYTES = 4 * 1024 * 1024;
 /** Operations held back while a batch awaits its first results are sent anyway once this many wait… */
 const HOLD_OPS = 256;
@@ -57,6 +62,7 @@ class Pending {
     readonly reject: (err: Error) => void,
     readonly started: number,
     readonly bytes: number,
+    readonly weight: number,
   ) {}
 }
 
@@ -71,7 +77,7 @@ export class OperationStream {
   private holding: NodeJS.Timeout | null = null;
   /** A batch was written and no result came back since. */
   private awaitingReply = false;
-  private queuedBytes = 0;
+  private queuedWeight = 0;
   private sweeper: NodeJS.Timeout | null = null;
   private closed = false;
   private _unsupported = false;
@@ -103,11 +109,12 @@ export class OperationStream {
     }
     const id = this.nextId();
     op.id = id;
+    const weight = operationWeight(op);
     return new Promise<ResultMsg>((resolve, reject) => {
-      this.pending.set(id, new Pending(resolve, reject, Date.now(), bytes));
+      this.pending.set(id, new Pending(resolve, reject, Date.now(), bytes, weight));
       this.bytes += bytes;
       this.queue.push(op);
-      this.queuedBytes += op.value?.length ?? 0;
+      this.queuedWeight += weight;
       this.schedule();
       this.sweeper ??= setInterval(this.sweep, Math.min(1000, Math.max(50, this.o.timeoutMs / 4))).unref();
     });
@@ -140,7 +147,7 @@ export class OperationStream {
    */
   private schedule(): void {
     if (this.scheduled) return;
-    if (this.awaitingReply && this.queue.length < HOLD_OPS && this.queuedBytes < BATCH_BYTES) {
+    if (this.awaitingReply && this.queue.length < HOLD_OPS && this.queuedWeight < BATCH_BYTES) {
       this.holding ??= setTimeout(this.flush, this.o.holdMs ?? HOLD_MS);
       return;
     }
@@ -158,19 +165,18 @@ export class OperationStream {
     if (this.queue.length === 0 || !this.writable || this.closed) return;
     const stream = this.stream ?? this.openStream();
     while (this.queue.length > 0) {
-      let size = 0;
+      let weight = 0;
       let n = 0;
-      while (n < this.queue.length && (n === 0 || size + (this.queue[n].value?.length ?? 0) <= BATCH_BYTES)) {
-        size += this.queue[n].value?.length ?? 0;
-        n++;
-      }
-      const ops = this.queue.splice(0, n);
-      this.queuedBytes -= size;
-      this.awaitingReply = true;
-      for (const op of ops) {
-        const p = this.pending.get(op.id);
+      for (; n < this.queue.length; n++) {
+        const p = this.pending.get(this.queue[n].id);
+        const w = p?.weight ?? 0;
+        if (n > 0 && weight + w > BATCH_BYTES) break;
+        weight += w;
         if (p) p.stream = stream;
       }
+      const ops = this.queue.splice(0, n);
+      this.queuedWeight -= weight;
+      this.awaitingReply = true;
       if (!stream.write({ ops })) {
         // The peer takes no more for now: the rest waits for it (bounded above).
         this.writable = false;
@@ -228,7 +234,7 @@ export class OperationStream {
     }
     if (s === null) {
       this.queue = [];
-      this.queuedBytes = 0;
+      this.queuedWeight = 0;
     }
     this.stopSweeper();
   }
@@ -240,7 +246,10 @@ export class OperationStream {
       this.pending.delete(id);
       this.bytes -= p.bytes;
       const queued = this.queue.findIndex((op) => op.id === id);
-      if (queued >= 0) this.queuedBytes -= this.queue.splice(queued, 1)[0].value?.length ?? 0;
+      if (queued >= 0) {
+        this.queue.splice(queued, 1);
+        this.queuedWeight -= p.weight;
+      }
       p.reject(new OysterError('Timeout', `Timeout ${this.o.peer} did not answer within ${this.o.timeoutMs} ms`));
     }
     this.stopSweeper();

@@ -12,13 +12,12 @@ import { ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 import { isOpened, OpenedValue } from '../model/value';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
 import { MessageRooms } from './message-rooms';
-import { EXIST_COST } from './receive-budget';
 import { readWithinBudget } from './answer-budget';
 import { compareVersions, formatVersion, StoredRecord, Version } from '../model/version';
 import { errors, isOysterError } from '../model/errors';
-import { newResult, setVersion } from './operation-codec';
-import { OperationBatchMsg, OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
-import { authorizeCall, BadRequest, CallParts, failureStatus, undecodable } from './server';
+import { BatchWeight, decodeOperationBatch, newResult, setVersion, weighBatch } from './operation-codec';
+import { OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
+import { authorizeCall, BadRequest, CallParts, failureStatus } from './server';
 import { invalidArgument } from './status';
 import { encodeStates, fieldsVersion } from './versions';
 
@@ -26,10 +25,13 @@ import { encodeStates, fieldsVersion } from './versions';
 export const MAX_IN_FLIGHT = 4096;
 /** Small batches' bytes (each under SMALL_BODY, taking no room) one stream may have running, beyond which it is not read. */
 const SMALL_BATCHES_BYTES = 1024 * 1024;
-/** What an operation holds while it runs besides its value or keys (its objects), bytes. */
-const OP_BYTES = 256;
-/** An operation's key as its message carries it: the key's bytes and two of field tag and length. */
-const KEY_FIELD = 2;
+/**
+ * A batch of several operations that holds more than the budget runs once
+ * nothing else is held, up to this many bytes (a peer cuts its batches at
+ * 4 MiB of values, an Exist of 4,096 keys of up to 64 bytes holds 8.5 MB);
+ * a larger one ends its stream.
+ */
+const ALONE_BYTES = 16 * 1024 * 1024;
 
 /**
  * One peer's stream of operation batches, as the endpoint uses it: a gRPC
@@ -46,7 +48,8 @@ export interface OperationsCall {
   pause(): unknown;
   resume(): unknown;
   emit(event: 'error', status: Partial<grpc.StatusObject>): boolean;
-  on(event: 'data', listener: (batch: OperationBatchMsg) => void): unknown;
+  /** A batch's bytes, an encoded OperationBatch. */
+  on(event: 'data', listener: (batch: Buffer) => void): unknown;
   on(event: 'end' | 'cancelled', listener: () => void): unknown;
   once(event: 'drain', listener: () => void): unknown;
 }
@@ -208,28 +211,10 @@ function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, gi
   }
 }
 
-/** An operation that would hold more than the whole budget while it runs (an Exist of too many keys). */
-function tooLarge(op: OperationMsg, keySize: number, budget: BodyBudget): ResultMsg | null {
-  const cost = opCost(op, keySize);
-  if (cost <= budget.limit) return null;
-  const r = newResult(op.id);
-  r.code = grpc.status.RESOURCE_EXHAUSTED;
-  r.details = `an operation holding about ${cost} bytes while it runs, more than http_body_memory_limit (${budget.limit}): ask for fewer keys at once`;
-  return r;
-}
-
-/**
- * What an operation holds while it runs, bytes: its value and its objects;
- * an Exist EXIST_COST times its keys, as a BobApi Exist (./receive-budget.ts).
- */
-function opCost(op: OperationMsg, keySize: number): number {
-  if (op.kind === OperationKind.EXIST) return op.keys.length * (keySize + KEY_FIELD) * EXIST_COST;
-  return OP_BYTES + (Buffer.isBuffer(op.value) ? op.value.length : 0);
-}
-
 /** A batch received, from its arrival until its last operation answered. */
 interface Batch {
-  readonly ops: OperationMsg[];
+  /** Its bytes, decoded once it has its room. */
+  readonly message: Buffer;
   /** Its operations not answered yet. */
   left: number;
   /** What it holds in the budget: the room its message took as it arrived (./message-rooms.ts), and `extra` once taken. */
@@ -248,10 +233,13 @@ interface Batch {
  * A stream's batches hold memory within the budget (http_body_memory_limit)
  * from their arrival until their last operation answered: the room their
  * message took as it arrived (`rooms`, ./message-rooms.ts), and what their
- * operations hold beyond it, taken before they run. Small batches take no
- * room, as small REST bodies do not; a stream has at most
- * SMALL_BATCHES_BYTES of them running. A batch that waits for room holds
- * back the batches after it, and the stream is not read meanwhile.
+ * operations will hold beyond it (weighed from the message's bytes), taken
+ * before they are decoded. Small batches take no room, as small REST bodies
+ * do not; a stream has at most SMALL_BATCHES_BYTES of them running. A batch
+ * that waits for room holds back the batches after it, and the stream is
+ * not read meanwhile. One that holds more than the whole budget runs alone
+ * if it is one value, or several operations within ALONE_BYTES; an Exist
+ * alone is refused, and a larger batch ends the stream.
  */
 export class OperationsEndpoint {
   private readonly open = new Set<() => void>();
@@ -266,7 +254,7 @@ export class OperationsEndpoint {
   /** Serves a stream; `rooms`: where its messages' rooms are claimed (null: they took none). */
   readonly handle = (call: OperationsCall, rooms: MessageRooms | null): void => {
     const { parts } = this;
-    const { auth, onAnswer, budget, keySize } = parts;
+    const { auth, onAnswer, budget } = parts;
     let inFlight = 0;
     let smallBytes = 0;
     let ended = false;
@@ -368,6 +356,14 @@ export class OperationsEndpoint {
     // Once the stream's credentials are known good, operations run as they come.
     let allowed = false;
     const runBatch = (b: Batch) => {
+      let ops: OperationMsg[];
+      try {
+        ops = decodeOperationBatch(b.message).ops;
+      } catch (err) {
+        budget.give(b.room);
+        finish(invalidArgument(`malformed Operations batch: ${(err as Error).message}`));
+        return;
+      }
       const answered = (r: ResultMsg, give?: () => void) => {
         answer(r, give);
         if (--b.left > 0) return;
@@ -375,9 +371,8 @@ export class OperationsEndpoint {
         smallBytes -= b.small;
         if (!done) flow();
       };
-      for (const op of b.ops) {
-        const refusal = closing ? { id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' } : tooLarge(op, keySize, budget);
-        if (refusal !== null) answered(refusal);
+      for (const op of ops) {
+        if (closing) answered({ id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' });
         else run(parts, op, answered);
       }
     };
@@ -414,25 +409,32 @@ export class OperationsEndpoint {
       },
       (err: unknown) => finish(failureStatus(err, 'Operations', parts.log)),
     );
-    call.on('data', (batch: OperationBatchMsg) => {
+    call.on('data', (message: Buffer) => {
       const room = rooms?.claim() ?? 0;
-      const malformed = undecodable(batch);
-      if (done || malformed !== undefined) {
+      if (done) return budget.give(room);
+      let weight: BatchWeight;
+      try {
+        weight = weighBatch(message);
+      } catch (err) {
         budget.give(room);
-        if (malformed !== undefined) finish(invalidArgument(`malformed Operations batch: ${malformed}`));
+        finish(invalidArgument(`malformed Operations batch: ${(err as Error).message}`));
         return;
       }
-      let cost = 0;
-      for (const op of batch.ops) {
-        const c = opCost(op, keySize);
-        if (c <= budget.limit) cost += c;
+      const cost = weight.bytes;
+      if (cost > budget.limit && (weight.ops > 1 ? cost > ALONE_BYTES : weight.firstKind === OperationKind.EXIST)) {
+        budget.give(room);
+        const why = `holding about ${cost} bytes while it runs, more than http_body_memory_limit (${budget.limit})`;
+        if (weight.ops > 1) return finish({ code: grpc.status.RESOURCE_EXHAUSTED, details: `a batch of ${weight.ops} operations ${why}: send smaller batches` });
+        inFlight++;
+        answer({ ...newResult(weight.firstId), code: grpc.status.RESOURCE_EXHAUSTED, details: `an Exist ${why}: ask for fewer keys at once` });
+        return;
       }
-      const b: Batch = { ops: batch.ops, left: batch.ops.length, room, extra: 0, small: 0 };
+      const b: Batch = { message, left: weight.ops, room, extra: 0, small: 0 };
       if (room === 0 && cost < SMALL_BODY) b.small = cost;
       // What a large message's operations hold beyond it is taken only when it is much: it has room for itself.
       else if (room === 0 || cost - room >= SMALL_BODY) b.extra = cost - room;
       smallBytes += b.small;
-      inFlight += b.ops.length;
+      inFlight += b.left;
       if (b.left === 0) budget.give(b.room);
       else waiting.push(b);
       pump();

@@ -106,6 +106,14 @@ export class Reader {
     return b;
   }
 
+  /** Skips a length-delimited field; returns its length. */
+  skipBytes(): number {
+    const n = this.varint();
+    if (n < 0 || this.at + n > this.end) throw new Error('truncated field');
+    this.at += n;
+    return n;
+  }
+
   skip(type: number): void {
     if (type === VARINT) this.varint();
     else if (type === BYTES) this.bytes();

@@ -13,7 +13,6 @@ import {
   EntriesResponseMsg,
   FilesRequestMsg,
   FilesResponseMsg,
-  OperationBatchMsg,
   ReadFileRequestMsg,
   ReplicasService,
   ResultBatchMsg,
@@ -21,7 +20,7 @@ import {
 import { streamRooms } from './receive-budget';
 import { BadRequest, CallParts, serverStream, unary } from './server';
 import { OperationsEndpoint } from './operations-service';
-import { decodeOperationBatch, encodeResultBatch } from './operation-codec';
+import { encodeResultBatch } from './operation-codec';
 import { encodeEntries } from './versions';
 
 /** Bucket bits a peer may ask for: 2^16 digests are 512 KiB. */
@@ -66,7 +65,8 @@ async function readChunk(file: string, at: number, length: number, buffer: Buffe
 export const replicasDefinition: grpc.ServiceDefinition = {
   ...ReplicasService,
   // Written and read by ./operation-codec.ts, not protobufjs: every data operation between peers passes here.
-  Operations: { ...ReplicasService.Operations, requestDeserialize: decodeOperationBatch, responseSerialize: encodeResultBatch },
+  // A batch reaches the endpoint as its bytes, decoded once it has room (./operations-service.ts).
+  Operations: { ...ReplicasService.Operations, requestDeserialize: (message: Buffer) => message, responseSerialize: encodeResultBatch },
   ReadFile: {
     ...ReplicasService.ReadFile,
     // grpc-js copies what this returns before it returns from the write that called it.
@@ -95,7 +95,7 @@ function bitsOf(bits: unknown): number {
 export function replicasService(parts: ReplicasServiceParts): grpc.UntypedServiceImplementation {
   const { store } = parts;
   return {
-    Operations: (call: grpc.ServerDuplexStream<OperationBatchMsg, ResultBatchMsg>) => parts.operations.handle(call, streamRooms(call)),
+    Operations: (call: grpc.ServerDuplexStream<Buffer, ResultBatchMsg>) => parts.operations.handle(call, streamRooms(call)),
 
     Digest: unary<DigestRequestMsg, DigestResponseMsg>(parts, 'Digest', async (call) => {
       const vdisk = vdiskOf(parts, call.request.vdisk);

@@ -11,8 +11,8 @@ import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
 import { Logger } from '../logging/logger';
-import { authorizeCall, failureStatus, tolerant } from '../grpc/server';
-import { decodeOperationBatch, encodeResultBatch } from '../grpc/operation-codec';
+import { authorizeCall, failureStatus } from '../grpc/server';
+import { encodeResultBatch } from '../grpc/operation-codec';
 import { OperationsCall } from '../grpc/operations-service';
 import { ResultBatchMsg, ResultMsg } from '../grpc/proto';
 import { Authenticator } from '../auth/authenticator';
@@ -148,7 +148,7 @@ export class ServingPort {
 
 /**
  * An accepted link as the Operations endpoint sees a gRPC call: batches in
- * as 'data', results out by write(), a failure status by emit('error')
+ * as 'data' (their bytes), results out by write(), a failure status by emit('error')
  * (sent as a STATUS frame, then the link ends), flow control by pause and
  * resume of the socket. The socket is also not read while a batch waits
  * for room (`rooms`).
@@ -181,7 +181,7 @@ class LinkCall extends EventEmitter implements OperationsCall {
       maxBytes,
       (type, payload) => {
         if (type !== BATCH) throw new Error(`a frame of type ${type} from the client`);
-        if (!this.over) this.emit('data', tolerant(decodeOperationBatch)(payload));
+        if (!this.over) this.emit('data', payload);
       },
       false,
       (type, size) => type !== BATCH || rooms.admit(size, () => this.admitted()),

@@ -3,7 +3,7 @@
 // refuses truncated bytes, and decodes u64 fields beyond 2^53 as -1 (which
 // validation refuses) rather than as a nearby number.
 import t from 'tap';
-import { decodeOperationBatch, decodeResultBatch, encodeOperationBatch, encodeResultBatch } from '../../src/grpc/operation-codec';
+import { decodeOperationBatch, decodeResultBatch, encodeOperationBatch, encodeResultBatch, operationWeight, weighBatch } from '../../src/grpc/operation-codec';
 import { OperationBatchMsg, ReplicasService, ResultBatchMsg } from '../../src/grpc/proto';
 
 const ops = ReplicasService.Operations;
@@ -82,4 +82,21 @@ t.test('unknown fields are skipped; bad bytes throw; huge u64 decode as -1', asy
   const big: OperationBatchMsg = { ops: Array.from({ length: 3 }, (_, i) => ({ id: i + 1, kind: 0, keys: [Buffer.alloc(8, i)], value: Buffer.alloc(200_000, i) })) };
   const back = pbDecodeOps(encodeOperationBatch(big));
   t.same(back.ops.map((o) => o.value?.length), [200_000, 200_000, 200_000]);
+});
+
+t.test('a batch is weighed from its bytes as its operations are one by one, and refused as decoding refuses it', async (t) => {
+  const sum = (b: OperationBatchMsg) => b.ops.reduce((n, op) => n + operationWeight(op), 0);
+  const w = weighBatch(encodeOperationBatch(batch));
+  t.same(w, { bytes: sum(batch), ops: 3, firstId: 1, firstKind: 0 }, 'the sample batch, from our bytes');
+  t.equal(weighBatch(pbEncodeOps(batch)).bytes, sum(batch), 'and from protobufjs bytes');
+  // An Exist weighs its keys 32 times over; a Put its value.
+  const exist = { ops: [{ id: 9, kind: 2, keys: Array.from({ length: 1000 }, () => Buffer.alloc(16)) }] };
+  t.same(weighBatch(encodeOperationBatch(exist)), { bytes: 1000 * 18 * 32, ops: 1, firstId: 9, firstKind: 2 }, 'an Exist of 1,000 keys of 16 bytes');
+  const put = { ops: [{ id: 1, kind: 0, keys: [Buffer.alloc(8)], value: Buffer.alloc(1 << 20) }] };
+  t.ok(weighBatch(encodeOperationBatch(put)).bytes > 1 << 20, 'a Put of 1 MiB weighs its value and more');
+  t.same(weighBatch(Buffer.alloc(0)), { bytes: 0, ops: 0, firstId: 0, firstKind: 0 }, 'an empty batch');
+  for (const bad of [Buffer.from([0x0a, 0x10, 0x08]), Buffer.from([0x0a, 0x02, 0x1a, 0x05]), Buffer.from([0x0b])]) {
+    t.throws(() => decodeOperationBatch(bad), `${bad.toString('hex')}: decoding refuses it`);
+    t.throws(() => weighBatch(bad), `${bad.toString('hex')}: and weighing`);
+  }
 });

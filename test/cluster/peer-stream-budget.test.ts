@@ -140,11 +140,29 @@ t.test('an EXIST whose keys would hold more than the limit is refused; a smaller
   const link = await RawLink.open(address, hello(''));
   t.teardown(() => link.close());
   // 100,000 keys of 8 bytes hold about 32 MB while they are looked up.
-  link.send({ ops: [exist(1, 100_000), exist(2, 1000)] });
+  link.send({ ops: [exist(1, 100_000)] });
+  link.send({ ops: [exist(2, 1000)] });
   const got = await within(10_000, linkResults(link, [1, 2]), 'the EXISTs');
   t.equal(got.get(1)?.code, 8, 'RESOURCE_EXHAUSTED');
   t.match(got.get(1)?.details, /http_body_memory_limit .*fewer keys/, 'naming the limit and the remedy');
-  t.equal(got.get(2)?.code ?? 0, 0, 'an EXIST of 1,000 keys in the same batch is answered');
+  t.equal(got.get(2)?.code ?? 0, 0, 'an EXIST of 1,000 keys on the same link is answered');
+});
+
+t.test('a batch of more small operations than the limit has room for ends the stream, undecoded', async (t) => {
+  const { address, pid } = await budgetNode(t);
+  const link = await RawLink.open(address, hello(''));
+  t.teardown(() => link.close());
+  // About 15 MiB of DELETEs, 29 bytes each: decoded, 450 MB of objects.
+  const ops = Array.from({ length: 540_000 }, (_, i) => Object.assign(newOperation(OperationKind.DELETE, [key(i)]), { id: i + 1, timestamp: '5', tick: '0', node: 0 }));
+  const message = encodeOperationBatch({ ops });
+  t.ok(message.length < LIMIT, `a message of ${message.length} bytes, within the largest the node takes`);
+  const before = peakRss(pid);
+  link.send({ ops });
+  const f = await within(20_000, link.next(), 'an answer');
+  t.equal(f?.type === 'status' && f.code, 8, 'the link ends with RESOURCE_EXHAUSTED');
+  t.match(f?.type === 'status' && f.details, /a batch of 540000 operations .*http_body_memory_limit.*smaller batches/, 'naming the batch, the limit and the remedy');
+  const grew = peakRss(pid) - before;
+  t.ok(grew < 48 * MIB, `peak resident set grew ${(grew / MIB).toFixed(0)} MiB`);
 });
 
 t.test('a peer asks about many keys a few thousand at a time', async (t) => {
