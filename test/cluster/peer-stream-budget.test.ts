@@ -152,17 +152,15 @@ t.test('a batch of more small operations than the limit has room for ends the st
   const { address, pid } = await budgetNode(t);
   const link = await RawLink.open(address, hello(''));
   t.teardown(() => link.close());
-  // About 15 MiB of DELETEs, 29 bytes each: decoded, 450 MB of objects.
-  const ops = Array.from({ length: 540_000 }, (_, i) => Object.assign(newOperation(OperationKind.DELETE, [key(i)]), { id: i + 1, timestamp: '5', tick: '0', node: 0 }));
-  const message = encodeOperationBatch({ ops });
-  t.ok(message.length < LIMIT, `a message of ${message.length} bytes, within the largest the node takes`);
+  // 100,000 DELETEs in 2 MB: decoded and run at once, they took the node up by 600 MB.
+  const ops = Array.from({ length: 100_000 }, (_, i) => Object.assign(newOperation(OperationKind.DELETE, [key(i)]), { id: i + 1, timestamp: '5', tick: '0', node: 0 }));
   const before = peakRss(pid);
   link.send({ ops });
   const f = await within(20_000, link.next(), 'an answer');
   t.equal(f?.type === 'status' && f.code, 8, 'the link ends with RESOURCE_EXHAUSTED');
-  t.match(f?.type === 'status' && f.details, /a batch of 540000 operations .*http_body_memory_limit.*smaller batches/, 'naming the batch, the limit and the remedy');
+  t.match(f?.type === 'status' && f.details, /a batch of 100000 operations .*http_body_memory_limit.*smaller batches/, 'naming the batch, the limit and the remedy');
   const grew = peakRss(pid) - before;
-  t.ok(grew < 48 * MIB, `peak resident set grew ${(grew / MIB).toFixed(0)} MiB`);
+  t.ok(grew < 32 * MIB, `peak resident set grew ${(grew / MIB).toFixed(0)} MiB`);
 });
 
 t.test('a peer asks about many keys a few thousand at a time', async (t) => {
