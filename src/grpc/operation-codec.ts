@@ -58,17 +58,7 @@ export interface BatchWeight {
  */
 export function weighBatch(buf: Buffer): BatchWeight {
   const w: BatchWeight = { bytes: 0, ops: 0, firstId: 0, firstKind: 0 };
-  // One reader over the whole batch, each operation's end kept by hand: nothing made per operation.
-  const f = new Reader(buf);
-  while (f.more()) {
-    const tag = f.varint();
-    if (tag !== 1 * 8 + BYTES) {
-      f.skip(tag & 7);
-      continue;
-    }
-    const length = f.varint();
-    const end = f.at + length;
-    if (length < 0 || end > buf.length) throw new Error('truncated field');
+  eachOfBatch(buf, (f, end) => {
     let id = 0;
     let kind = 0;
     let keys = 0;
@@ -84,14 +74,13 @@ export function weighBatch(buf: Buffer): BatchWeight {
       } else if (t === 4 * 8 + BYTES) valueBytes = f.skipBytes();
       else f.skip(t & 7);
     }
-    if (f.at > end) throw new Error('truncated field');
     if (w.ops === 0) {
       w.firstId = id;
       w.firstKind = kind;
     }
     w.ops++;
     w.bytes += operationCost(kind, keys, keyBytes, valueBytes);
-  }
+  });
   return w;
 }
 
@@ -137,18 +126,25 @@ export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
   return encodeBatch(batch.ops, writeOperation);
 }
 
-/** Calls `read` with a reader of each message of the batch's field 1; other fields are skipped. */
-function eachOfBatch(buf: Buffer, read: (f: Reader) => void): void {
-  const r = new Reader(buf);
-  while (r.more()) {
-    const tag = r.varint();
+/**
+ * Calls `read` for each message of the batch's field 1 (other fields are
+ * skipped) with one reader over the whole batch, at the message's start,
+ * and where it ends: `read` reads its fields while `f.at < end`. Nothing is
+ * made per message.
+ */
+function eachOfBatch(buf: Buffer, read: (f: Reader, end: number) => void): void {
+  const f = new Reader(buf);
+  while (f.more()) {
+    const tag = f.varint();
     if (tag !== 1 * 8 + BYTES) {
-      r.skip(tag & 7);
+      f.skip(tag & 7);
       continue;
     }
-    const body = r.bytes();
-    const from = body.byteOffset - buf.byteOffset;
-    read(new Reader(buf, from, from + body.length));
+    const length = f.varint();
+    const end = f.at + length;
+    if (length < 0 || end > buf.length) throw new Error('truncated field');
+    read(f, end);
+    if (f.at !== end) throw new Error('truncated field');
   }
 }
 
@@ -191,9 +187,9 @@ export function setVersion<M extends OperationMsg | ResultMsg>(m: M, v: Version)
 
 export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
   const ops: OperationMsg[] = [];
-  eachOfBatch(buf, (f) => {
+  eachOfBatch(buf, (f, end) => {
     const op = newOperation(0, []);
-    while (f.more()) {
+    while (f.at < end) {
       const t = f.varint();
       switch (t) {
         case 1 * 8 + VARINT: op.id = f.varint(); break;
@@ -239,9 +235,9 @@ export function encodeResultBatch(batch: ResultBatchMsg, alloc?: (bytes: number)
 
 export function decodeResultBatch(buf: Buffer): ResultBatchMsg {
   const results: ResultMsg[] = [];
-  eachOfBatch(buf, (f) => {
+  eachOfBatch(buf, (f, end) => {
     const res = newResult(0);
-    while (f.more()) {
+    while (f.at < end) {
       const t = f.varint();
       switch (t) {
         case 1 * 8 + VARINT: res.id = f.varint(); break;

@@ -169,6 +169,7 @@ t.test('a peer asks about many keys a few thousand at a time', async (t) => {
   const yamlFile = c.files.nodeYaml.n2;
   fs.writeFileSync(yamlFile, YAML.stringify({ ...YAML.parse(fs.readFileSync(yamlFile, 'utf8')), http_body_memory_limit: 2 * MIB }));
   await Promise.all([c.startNode('n1'), c.startNode('n2')]);
+  await c.waitLinks();
   for (const n of [5, 7000]) t.equal((await c.rest('n1', 'POST', `/data/${n}`, `value ${n}`)).status, 201, `key ${n} written through n1`);
   // 10,000 keys asked of n2 at once would hold about 3.2 MB there.
   const keys = Array.from({ length: 10_000 }, (_, i) => key(i));
