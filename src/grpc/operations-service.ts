@@ -59,6 +59,8 @@ export interface OperationsParts extends CallParts {
   keySize: number;
   /** What results with large values are read within (answer-budget.ts). */
   budget: BodyBudget;
+  /** What the batches are held within: a budget of their own, which the MessageRooms of their streams take from too. */
+  batchBudget: BodyBudget;
 }
 
 const SOURCES: Record<number, GetSource> = { 0: 'all', 1: 'normal', 2: 'alien' };
@@ -230,8 +232,10 @@ interface Batch {
  * stops: a peer keeps its stream open for as long as it runs, and the
  * server's graceful shutdown waits for every stream to end.
  *
- * A stream's batches hold memory within the budget (http_body_memory_limit)
- * from their arrival until their last operation answered: the room their
+ * A stream's batches hold memory within the budget of peers' batches (a
+ * second http_body_memory_limit, apart from the one of the writes this
+ * node coordinates, which wait for peers' batches) from their arrival until
+ * their last operation answered: the room their
  * message took as it arrived (`rooms`, ./message-rooms.ts), and what their
  * operations will hold beyond it (weighed from the message's bytes), taken
  * before they are decoded. Small batches take no room, as small REST bodies
@@ -254,7 +258,7 @@ export class OperationsEndpoint {
   /** Serves a stream; `rooms`: where its messages' rooms are claimed (null: they took none). */
   readonly handle = (call: OperationsCall, rooms: MessageRooms | null): void => {
     const { parts } = this;
-    const { auth, onAnswer, budget } = parts;
+    const { auth, onAnswer, batchBudget } = parts;
     let inFlight = 0;
     let smallBytes = 0;
     let ended = false;
@@ -285,7 +289,7 @@ export class OperationsEndpoint {
       writing.clear();
       // Batches that never ran: their operations will not answer.
       stopTaking.abort();
-      for (const b of waiting) budget.give(b.room);
+      for (const b of waiting) batchBudget.give(b.room);
       waiting.length = 0;
     };
     // The stream is read while fewer than MAX_IN_FLIGHT operations and
@@ -360,14 +364,14 @@ export class OperationsEndpoint {
       try {
         ops = decodeOperationBatch(b.message).ops;
       } catch (err) {
-        budget.give(b.room);
+        batchBudget.give(b.room);
         finish(invalidArgument(`malformed Operations batch: ${(err as Error).message}`));
         return;
       }
       const answered = (r: ResultMsg, give?: () => void) => {
         answer(r, give);
         if (--b.left > 0) return;
-        budget.give(b.room);
+        batchBudget.give(b.room);
         smallBytes -= b.small;
         if (!done) flow();
       };
@@ -382,12 +386,12 @@ export class OperationsEndpoint {
         const b = waiting[0];
         if (b.extra > 0) {
           // Beyond its own message's room: a batch that holds more than the limit runs alone.
-          if (!budget.takeNow(b.extra, b.room)) {
+          if (!batchBudget.takeNow(b.extra, b.room)) {
             taking = true;
-            void budget.takeEventually(b.extra, b.room, stopTaking.signal).then((ok) => {
+            void batchBudget.takeEventually(b.extra, b.room, stopTaking.signal).then((ok) => {
               taking = false;
               if (!ok) return;
-              if (done) return budget.give(b.extra);
+              if (done) return batchBudget.give(b.extra);
               b.room += b.extra;
               b.extra = 0;
               pump();
@@ -411,19 +415,19 @@ export class OperationsEndpoint {
     );
     call.on('data', (message: Buffer) => {
       const room = rooms?.claim() ?? 0;
-      if (done) return budget.give(room);
+      if (done) return batchBudget.give(room);
       let weight: BatchWeight;
       try {
         weight = weighBatch(message);
       } catch (err) {
-        budget.give(room);
+        batchBudget.give(room);
         finish(invalidArgument(`malformed Operations batch: ${(err as Error).message}`));
         return;
       }
       const cost = weight.bytes;
-      if (cost > budget.limit && (weight.ops > 1 ? cost > ALONE_BYTES : weight.firstKind === OperationKind.EXIST)) {
-        budget.give(room);
-        const why = `holding about ${cost} bytes while it runs, more than http_body_memory_limit (${budget.limit})`;
+      if (cost > batchBudget.limit && (weight.ops > 1 ? cost > ALONE_BYTES : weight.firstKind === OperationKind.EXIST)) {
+        batchBudget.give(room);
+        const why = `holding about ${cost} bytes while it runs, more than http_body_memory_limit (${batchBudget.limit})`;
         if (weight.ops > 1) return finish({ code: grpc.status.RESOURCE_EXHAUSTED, details: `a batch of ${weight.ops} operations ${why}: send smaller batches` });
         inFlight++;
         answer({ ...newResult(weight.firstId), code: grpc.status.RESOURCE_EXHAUSTED, details: `an Exist ${why}: ask for fewer keys at once` });
@@ -435,7 +439,7 @@ export class OperationsEndpoint {
       else if (room === 0 || cost - room >= SMALL_BODY) b.extra = cost - room;
       smallBytes += b.small;
       inFlight += b.left;
-      if (b.left === 0) budget.give(b.room);
+      if (b.left === 0) batchBudget.give(b.room);
       else waiting.push(b);
       pump();
     });

@@ -30,12 +30,18 @@ const EXIST_PATH = '/bob_storage.BobApi/Exist';
 /** What an Exist holds while it runs, per byte of its keys. */
 export const EXIST_COST = 32;
 
-export function receiveWithinBudget(budget: BodyBudget, receiveTimeoutMs: number): grpc.ServerInterceptor {
+/** The budgets of the messages clients send, and of peers' batches of operations, apart (../node/node.ts says why). */
+export interface ReceiveBudgets {
+  messages: BodyBudget;
+  batches: BodyBudget;
+}
+
+export function receiveWithinBudget(budgets: ReceiveBudgets, receiveTimeoutMs: number): grpc.ServerInterceptor {
   return (method, call) => {
     // grpc-js's own call at the end of the chain holds the stream; it keeps it paused until the call asks to read.
     const stream = callStream(call);
-    if (method.requestStream && stream !== undefined) return new GatedStreamCall(call, stream, new MessageRooms(budget));
-    if (stream !== undefined) gate(stream, call, budget, receiveTimeoutMs, method.path === EXIST_PATH ? EXIST_COST : 1);
+    if (method.requestStream && stream !== undefined) return new GatedStreamCall(call, stream, new MessageRooms(budgets.batches));
+    if (stream !== undefined) gate(stream, call, budgets.messages, receiveTimeoutMs, method.path === EXIST_PATH ? EXIST_COST : 1);
     // grpc-js passes each interceptor's call on through the interface alone:
     // the call itself, without a layer that forwards every event, costs nothing more per call.
     return call as grpc.ServerInterceptingCall;

@@ -17,7 +17,7 @@ import { encodeBlob } from './blob-codec';
 import { BodyBudget } from '../rest/body-budget';
 import { holdUntilSent, readWithinBudget } from './answer-budget';
 import { takeHeld } from './bob-answer';
-import { receiveWithinBudget } from './receive-budget';
+import { ReceiveBudgets, receiveWithinBudget } from './receive-budget';
 import { invalidArgument, StatusError, toStatus } from './status';
 import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
 
@@ -314,19 +314,20 @@ export const MAX_CONCURRENT_CALLS = 256;
  * A gRPC server with the given services, not listening: the node's serving
  * port (src/link/port.ts) hands it its connections. `maxMessageBytes`: the
  * largest request message accepted (a value plus its envelope); messages
- * are read within `budget`, each within `receiveTimeoutMs` (receive-budget.ts).
+ * are read within `budgets.messages`, each within `receiveTimeoutMs`, and
+ * peers' batches of operations within `budgets.batches` (receive-budget.ts).
  */
 export function createGrpcServer(
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
   maxMessageBytes: number,
-  budget: BodyBudget,
+  budgets: ReceiveBudgets,
   receiveTimeoutMs: number,
 ): grpc.Server {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': -1,
     'grpc.max_concurrent_streams': MAX_CONCURRENT_CALLS,
-    interceptors: [receiveWithinBudget(budget, receiveTimeoutMs)],
+    interceptors: [receiveWithinBudget(budgets, receiveTimeoutMs)],
   });
   for (const s of services) server.addService(tolerantDefinition(s.definition), s.implementation);
   return server;

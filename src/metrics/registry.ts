@@ -83,6 +83,8 @@ export interface NodeMetrics {
   restBodyBytes: Gauge;
   /** Request bodies refused (503) for want of room in http_body_memory_limit. */
   restBodyRefused: Counter;
+  /** Peers' batches of operations held, against their own http_body_memory_limit. */
+  peerBatchBytes: Gauge;
 }
 
 export function createMetrics(build: BuildInfo): NodeMetrics {
@@ -338,6 +340,11 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
     restBodyRefused: new Counter({
       name: 'oyster_rest_body_refused_total',
       help: 'REST requests refused with 503 because http_body_memory_limit had no room for their value within 5 s',
+      registers,
+    }),
+    peerBatchBytes: new Gauge({
+      name: 'oyster_peer_batch_bytes',
+      help: "Bytes peers' batches of operations hold now (received, not yet answered), against a second node.yaml http_body_memory_limit of their own",
       registers,
     }),
     tlsCertExpiry: new Gauge({

@@ -67,6 +67,7 @@ export class OysterNode {
   readonly clock: VersionClock;
   private readonly bobMetrics: BobMetrics;
   private readonly bodyBudget: BodyBudget;
+  private readonly batchBudget: BodyBudget;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
@@ -92,6 +93,10 @@ export class OysterNode {
       (bytes) => metrics.restBodyBytes.set(bytes),
       () => metrics.restBodyRefused.inc(),
     );
+    // Peers' batches apart: the writes this node coordinates hold room while
+    // they wait for their peers, whose batches must never wait for writes
+    // the peers coordinate — waiting for this node's batches in turn.
+    this.batchBudget = new BodyBudget(config.node.httpBodyMemoryLimit, (bytes) => metrics.peerBatchBytes.set(bytes));
     let lastFutureLog = 0;
     this.clock = new VersionClock(this.topology.selfId, undefined, (v, aheadUs) => {
       metrics.futureVersions.inc();
@@ -291,7 +296,7 @@ export class OysterNode {
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
-    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize, budget: bodyBudget });
+    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize, budget: bodyBudget, batchBudget: this.batchBudget });
     // A gRPC value is held whole: bounded by the REST body limit and by the
     // memory of bodies in flight; 64 KiB covers key, meta and options.
     const maxMessageBytes = Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536);
@@ -316,7 +321,7 @@ export class OysterNode {
         },
       ],
       maxMessageBytes,
-      bodyBudget,
+      { messages: bodyBudget, batches: this.batchBudget },
       node.httpRequestTimeout,
     );
     this.grpc = grpcServer;
@@ -328,7 +333,7 @@ export class OysterNode {
       log: calls.log,
       maxMessageBytes,
       maxConnections: node.grpcMaxConnections,
-      budget: bodyBudget,
+      budget: this.batchBudget,
       serve: operations.handle,
       onLink: (accepted) => this.metrics.linksAccepted.inc({ outcome: accepted ? 'accepted' : 'refused' }),
     });

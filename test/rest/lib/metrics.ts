@@ -24,3 +24,8 @@ export function sample(exposition: string, name: string, labels: Record<string, 
 export async function bodyBytes(url: string): Promise<number> {
   return sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_rest_body_bytes');
 }
+
+/** Bytes peers' batches hold at the node at `url` now, of their own http_body_memory_limit (oyster_peer_batch_bytes). */
+export async function batchBytes(url: string): Promise<number> {
+  return sample(await (await fetch(`${url}/metrics`)).text(), 'oyster_peer_batch_bytes');
+}
