@@ -11,11 +11,19 @@
 // operation on it, whose operations time out on their own instead. The
 // Operations endpoint claims each message's room as the message reaches it,
 // in the order they came, and gives it back once its operations answered.
-import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
+//
+// The rooms a stream holds while it waits — of the messages let in and not
+// run yet, the endpoint's `queued` ones included — wait with it: they are
+// parked (BodyBudget.takeEventually), and do not keep another stream's wait
+// from ending, which would keep theirs from ending in turn.
+import { BodyBudget, Holder, SMALL_BODY } from '../rest/body-budget';
 
-export class MessageRooms {
+export class MessageRooms implements Holder {
   // The rooms of the messages let in and not yet claimed, oldest first (0: a small one).
   private readonly rooms: number[] = [];
+  private unclaimed = 0;
+  /** The rooms of the batches the endpoint claimed and holds back, not run yet. */
+  queued = 0;
   private _waiting = false;
   private readonly closed = new AbortController();
 
@@ -29,32 +37,45 @@ export class MessageRooms {
   /**
    * A message of `length` bytes begins. Returns true when it may be read
    * on; false when it waits for room: `then` is called once it has it (not
-   * once the rooms were closed). One message at a time: no message begins
-   * while another waits.
+   * once the rooms were closed: after close() nothing is read). One message
+   * at a time: no message begins while another waits.
    */
   admit(length: number, then: () => void): boolean {
+    // Over: nothing more is read.
+    if (this.closed.signal.aborted) return false;
     if (length < SMALL_BODY) {
       this.rooms.push(0);
       return true;
     }
     if (this.budget.takeNow(length)) {
-      this.rooms.push(length);
+      this.let(length);
       return true;
     }
     this._waiting = true;
-    void this.budget.takeEventually(length, 0, this.closed.signal).then((ok) => {
+    void this.budget.takeEventually(length, this, this.closed.signal).then((ok) => {
       if (!ok) return;
       if (this.closed.signal.aborted) return this.budget.give(length);
-      this.rooms.push(length);
+      this.let(length);
       this._waiting = false;
       then();
     });
     return false;
   }
 
+  parked(): number {
+    return this.unclaimed + this.queued;
+  }
+
+  private let(room: number): void {
+    this.rooms.push(room);
+    this.unclaimed += room;
+  }
+
   /** The room of the oldest message let in and not claimed yet (0 for a small one), which the caller now gives back. */
   claim(): number {
-    return this.rooms.shift() ?? 0;
+    const room = this.rooms.shift() ?? 0;
+    this.unclaimed -= room;
+    return room;
   }
 
   /** The stream is over: gives back the rooms nobody claimed; a message waiting for room waits no more. */
@@ -63,5 +84,6 @@ export class MessageRooms {
     this.closed.abort();
     for (const room of this.rooms) if (room > 0) this.budget.give(room);
     this.rooms.length = 0;
+    this.unclaimed = 0;
   }
 }

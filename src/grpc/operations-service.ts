@@ -259,6 +259,8 @@ export class OperationsEndpoint {
   readonly handle = (call: OperationsCall, rooms: MessageRooms | null): void => {
     const { parts } = this;
     const { auth, onAnswer, batchBudget } = parts;
+    // The rooms of its messages and of its batches waiting to run.
+    const held = rooms ?? new MessageRooms(batchBudget);
     let inFlight = 0;
     let smallBytes = 0;
     let ended = false;
@@ -287,10 +289,14 @@ export class OperationsEndpoint {
       holding = [];
       for (const gives of writing) giveBack(gives);
       writing.clear();
-      // Batches that never ran: their operations will not answer.
+      // Batches that never ran: their operations will not answer; nor will
+      // those of messages let in and not yet read, which a client that keeps
+      // its side of a finished call open would otherwise hold for good.
       stopTaking.abort();
       for (const b of waiting) batchBudget.give(b.room);
       waiting.length = 0;
+      held.queued = 0;
+      held.close();
     };
     // The stream is read while fewer than MAX_IN_FLIGHT operations and
     // SMALL_BATCHES_BYTES of small batches run and no batch waits; once
@@ -385,23 +391,26 @@ export class OperationsEndpoint {
       while (waiting.length > 0 && allowed && !done && !taking) {
         const b = waiting[0];
         if (b.extra > 0) {
-          // Beyond its own message's room: a batch that holds more than the limit runs alone.
-          if (!batchBudget.takeNow(b.extra, b.room)) {
+          // Its waiting rooms are parked: one that holds more than the limit runs once nothing else is held.
+          if (!batchBudget.takeNow(b.extra)) {
             taking = true;
-            void batchBudget.takeEventually(b.extra, b.room, stopTaking.signal).then((ok) => {
+            void batchBudget.takeEventually(b.extra, held, stopTaking.signal).then((ok) => {
               taking = false;
               if (!ok) return;
               if (done) return batchBudget.give(b.extra);
+              held.queued += b.extra;
               b.room += b.extra;
               b.extra = 0;
               pump();
             });
             break;
           }
+          held.queued += b.extra;
           b.room += b.extra;
           b.extra = 0;
         }
         waiting.shift();
+        held.queued -= b.room;
         runBatch(b);
       }
       flow();
@@ -414,7 +423,7 @@ export class OperationsEndpoint {
       (err: unknown) => finish(failureStatus(err, 'Operations', parts.log)),
     );
     call.on('data', (message: Buffer) => {
-      const room = rooms?.claim() ?? 0;
+      const room = held.claim();
       if (done) return batchBudget.give(room);
       let weight: BatchWeight;
       try {
@@ -440,7 +449,10 @@ export class OperationsEndpoint {
       smallBytes += b.small;
       inFlight += b.left;
       if (b.left === 0) batchBudget.give(b.room);
-      else waiting.push(b);
+      else {
+        waiting.push(b);
+        held.queued += b.room;
+      }
       pump();
     });
     call.on('end', () => {

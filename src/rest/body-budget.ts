@@ -26,9 +26,15 @@ export const MAX_WAIT_MS = 5000;
 /** The size of a streamed body's windows and of a large answer's parts. */
 export const VALUE_BUFFER = 1024 * 1024;
 
+/** One that holds rooms and may wait for more (../grpc/message-rooms.ts). */
+export interface Holder {
+  /** What it holds that waits with it: given back only once its wait ended. */
+  parked(): number;
+}
+
 export class BodyBudget {
   private used = 0;
-  private readonly waiting: Array<{ bytes: number; holding: number; admit: () => void }> = [];
+  private readonly waiting: Array<{ bytes: number; holder: Holder | null; admit: () => void }> = [];
   // Kept buffers by size, of the sizes buffer() was asked for.
   private readonly spare = new Map<number, Buffer[]>();
   private spareBytes = 0;
@@ -49,13 +55,9 @@ export class BodyBudget {
     return `the node holds ${this.used} bytes of values in flight (http_body_memory_limit ${this.limit}); retry later`;
   }
 
-  /**
-   * Takes `bytes` now if they fit (or nothing is held but the `holding`
-   * bytes the caller holds already) and nobody waits; false otherwise
-   * (nothing taken).
-   */
-  takeNow(bytes: number, holding = 0): boolean {
-    if (this.waiting.length > 0 || !this.fits(bytes, holding)) return false;
+  /** Takes `bytes` now if they fit (or nothing else is held) and nobody waits; false otherwise (nothing taken). */
+  takeNow(bytes: number): boolean {
+    if (this.waiting.length > 0 || !this.fits(bytes, 0)) return false;
     this.used += bytes;
     this.onChange(this.used);
     return true;
@@ -72,7 +74,7 @@ export class BodyBudget {
         leave();
         this.onRefused();
       }, waitMs);
-      const leave = this.queue(bytes, 0, (ok) => {
+      const leave = this.queue(bytes, null, (ok) => {
         clearTimeout(timer);
         resolve(ok);
       });
@@ -80,26 +82,31 @@ export class BodyBudget {
   }
 
   /**
-   * Takes `bytes` more for a caller that holds `holding` bytes already,
-   * waiting behind earlier waiters for as long as it takes (more than the
-   * limit once nothing else is held); resolves false (nothing taken) once
-   * `cancel` aborts first.
+   * Takes `bytes` for `holder`, waiting behind earlier waiters for as long as
+   * it takes; resolves false (nothing taken) once `cancel` aborts first.
+   * What the holders of waiters hold parked (held, and going nowhere until
+   * their wait ends) does not count against waiters: a waiter is let in
+   * once what the others hold and it fits (or they hold nothing), however
+   * much is parked. Two holders each waiting for room the other holds
+   * would otherwise wait for ever; so the budget may hold up to the limit
+   * more than it, parked.
    */
-  takeEventually(bytes: number, holding: number, cancel: AbortSignal): Promise<boolean> {
+  takeEventually(bytes: number, holder: Holder, cancel: AbortSignal): Promise<boolean> {
     if (cancel.aborted) return Promise.resolve(false);
-    if (this.takeNow(bytes, holding)) return Promise.resolve(true);
+    if (this.takeNow(bytes)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
-      const leave = this.queue(bytes, holding, (ok) => {
+      const leave = this.queue(bytes, holder, (ok) => {
         cancel.removeEventListener('abort', leave);
         resolve(ok);
       });
       cancel.addEventListener('abort', leave);
+      this.admitWaiting();
     });
   }
 
   /** Queues a waiter for `bytes`, told true once admitted; returns what takes it out of the queue, telling it false. */
-  private queue(bytes: number, holding: number, settle: (ok: boolean) => void): () => void {
-    const entry = { bytes, holding, admit: () => settle(true) };
+  private queue(bytes: number, holder: Holder | null, settle: (ok: boolean) => void): () => void {
+    const entry = { bytes, holder, admit: () => settle(true) };
     this.waiting.push(entry);
     return () => {
       const at = this.waiting.indexOf(entry);
@@ -139,12 +146,25 @@ export class BodyBudget {
     this.spareBytes += b.length;
   }
 
-  private fits(bytes: number, holding = 0): boolean {
-    return this.used === holding || this.used + bytes <= this.limit;
+  private fits(bytes: number, parked: number): boolean {
+    const held = this.used - parked;
+    return held <= 0 || held + bytes <= this.limit;
+  }
+
+  // What the waiters' holders hold parked, each holder once.
+  private parked(): number {
+    let sum = 0;
+    const seen = new Set<Holder>();
+    for (const w of this.waiting) {
+      if (w.holder === null || seen.has(w.holder)) continue;
+      seen.add(w.holder);
+      sum += w.holder.parked();
+    }
+    return sum;
   }
 
   private admitWaiting(): void {
-    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes, this.waiting[0].holding)) {
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes, this.waiting[0].holder === null ? 0 : this.parked())) {
       const next = this.waiting.shift()!;
       this.used += next.bytes;
       this.onChange(this.used);

@@ -14,9 +14,10 @@ import { decodeResultBatch, encodeOperationBatch, newOperation } from '../../src
 import { OperationKind, OperationMsg, ResultMsg } from '../../src/grpc/proto';
 import { frame, hello, RawLink } from '../helpers/link-client';
 import { peakRss } from '../helpers/memory';
-import { batchBytes } from '../rest/lib/metrics';
+import { batchBytes, bodyBytes } from '../rest/lib/metrics';
 import { startRestNode } from '../rest/lib/node';
 import { TestCluster, sleep, waitFor } from './lib';
+import { badLogLines, Rng, seedFromEnv } from '../robustness/lib';
 
 const MIB = 1024 * 1024;
 const LIMIT = 16 * MIB;
@@ -209,4 +210,116 @@ t.test("writes each node coordinates to the other at once do not wait for each o
   }
   t.same(await c.alienDir('n1'), [], 'no alien copy on n1');
   t.same(await c.alienDir('n2'), [], 'no alien copy on n2');
+});
+
+/** A Replicas.Operations stream spoken as raw HTTP/2 and gRPC framing: batches out, results in. */
+class RawStream {
+  readonly results = new Map<number, ResultMsg>();
+  private bytes = Buffer.alloc(0);
+  private readonly session: http2.ClientHttp2Session;
+  private readonly stream: http2.ClientHttp2Stream;
+  readonly closed: Promise<void>;
+
+  constructor(address: string) {
+    this.session = http2.connect(`http://${address}`);
+    this.session.on('error', () => undefined);
+    this.stream = this.session.request({ ':method': 'POST', ':path': '/oyster.Replicas/Operations', 'content-type': 'application/grpc', te: 'trailers' });
+    this.stream.on('error', () => undefined);
+    this.stream.on('data', (c: Buffer) => {
+      this.bytes = Buffer.concat([this.bytes, c]);
+      while (this.bytes.length >= 5 && this.bytes.length >= 5 + this.bytes.readUInt32BE(1)) {
+        const n = this.bytes.readUInt32BE(1);
+        for (const r of decodeResultBatch(this.bytes.subarray(5, 5 + n)).results) this.results.set(r.id, r);
+        this.bytes = this.bytes.subarray(5 + n);
+      }
+    });
+    this.closed = new Promise((resolve) => this.stream.on('close', () => resolve()));
+    this.stream.on('end', () => (this.ended = true));
+    this.stream.on('close', () => (this.ended = true));
+  }
+
+  /** The node ended the call. */
+  ended = false;
+
+  frame(ops: OperationMsg[]): Buffer {
+    const m = encodeOperationBatch({ ops });
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(m.length, 1);
+    return Buffer.concat([prefix, m]);
+  }
+
+  write(bytes: Buffer): void {
+    this.stream.write(bytes);
+  }
+
+  close(): void {
+    this.session.destroy();
+  }
+}
+
+t.test('random batches, stalls and hang-ups on links and streams: every room comes back, every acknowledged Put reads back', async (t) => {
+  const seed = seedFromEnv();
+  t.comment(`seed ${seed} (OYSTER_TEST_SEED=${seed} repeats it)`);
+  const rng = new Rng(seed);
+  const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2, keySize: 8 }, opts: { extra: { http_body_memory_limit: 4 * MIB } } });
+  const address = node.files.addresses.solo;
+  const acked = new Map<number, Buffer>();
+  let nextKey = 1;
+  let nextId = 1;
+  const randomBatch = (): OperationMsg[] =>
+    Array.from({ length: 1 + rng.int(6) }, () => {
+      const id = nextId++;
+      const what = rng.int(10);
+      if (what < 4) return put(id, nextKey++, rng.bytes(rng.int(20_000)));
+      if (what < 6) return put(id, nextKey++, rng.bytes(100_000 + rng.int(1.5 * MIB)));
+      if (what < 8) return exist(id, 1 + rng.int(20_000));
+      return Object.assign(newOperation(OperationKind.GET, [key(1 + rng.int(nextKey))]), { id, source: 0 });
+    });
+  const session = async (round: number) => {
+    const link = rng.int(2) === 0;
+    const raw = link ? await RawLink.open(address, hello('')) : new RawStream(address);
+    const sent: OperationMsg[] = [];
+    const frames: Buffer[] = [];
+    for (let b = 0; b < 1 + rng.int(4); b++) {
+      const ops = randomBatch();
+      sent.push(...ops);
+      frames.push(link ? frame(1, encodeOperationBatch({ ops })) : (raw as RawStream).frame(ops));
+    }
+    const write = (bytes: Buffer) => (link ? (raw as RawLink).socket.write(bytes) : (raw as RawStream).write(bytes));
+    const ending = rng.int(4);
+    for (const f of frames) write(f);
+    // 0: hangs up in the middle of one more batch; 1: hangs up at once; else waits for every result.
+    if (ending === 0) {
+      const f = frames[frames.length - 1];
+      write(f.subarray(0, rng.int(f.length)));
+      await sleep(rng.int(300));
+    }
+    const results = new Map<number, ResultMsg>();
+    if (ending > 1) {
+      if (link)
+        for (const [id, r] of await within(60_000, linkResults(raw as RawLink, sent.map((o) => o.id)), `round ${round}`).catch(async (err) => {
+          throw new Error(`${(err as Error).message} link, ops ${sent.map((o) => `${o.id}:${o.kind}:${o.keys.length}:${o.value?.length ?? 0}`).join(' ')} batch bytes ${await batchBytes(node.url)}`);
+        }))
+          results.set(id, r);
+      // A batch over the largest message the node takes ends its stream (as it ends a link).
+      else await within(60_000, waitFor(`round ${round}`, () => (raw as RawStream).ended || sent.every((o) => (raw as RawStream).results.has(o.id)), 60_000, 20), `round ${round}`).catch(async (err) => {
+        const missing = sent.filter((o) => !(raw as RawStream).results.has(o.id)).map((o) => `${o.id}:${o.kind}:${o.keys.length}:${o.value?.length ?? 0}`);
+        throw new Error(`${(err as Error).message} grpc missing ${missing.join(' ')} batch bytes ${await batchBytes(node.url)}`);
+      });
+      if (!link) for (const [id, r] of (raw as RawStream).results) results.set(id, r);
+    }
+    for (const op of sent) if (op.kind === OperationKind.PUT && (results.get(op.id)?.code ?? -1) === 0) acked.set(Number(op.keys[0].readBigUInt64LE()), op.value!);
+    raw.close();
+  };
+  for (let wave = 0; wave < 10; wave++) await Promise.all(Array.from({ length: 4 }, (_, i) => session(wave * 4 + i)));
+  await waitFor('the limits to empty', async () => (await batchBytes(node.url)) === 0 && (await bodyBytes(node.url)) === 0, 10_000);
+  t.pass('every room given back');
+  let wrong = 0;
+  for (const [k, v] of acked) {
+    const res = await fetch(`${node.url}/data/${k}`);
+    if (!Buffer.from(await res.arrayBuffer()).equals(v)) wrong++;
+  }
+  t.equal(wrong, 0, `all ${acked.size} acknowledged Puts read back byte-exact`);
+  t.ok(acked.size > 0, 'some Puts were acknowledged');
+  t.same(badLogLines(node.proc.output), [], 'no error in the log');
 });
