@@ -27,9 +27,9 @@ export const MAX_IN_FLIGHT = 4096;
 const SMALL_BATCHES_BYTES = 1024 * 1024;
 /**
  * A batch of several operations that holds more than the budget runs once
- * nothing else is held, up to this many bytes (a peer cuts its batches at
- * 4 MiB of values, an Exist of 4,096 keys of up to 64 bytes holds 8.5 MB);
- * a larger one ends its stream.
+ * nothing else is held but what waiting streams hold, up to this many bytes
+ * (a peer cuts its batches at 4 MiB of weight, an Exist of 4,096 keys of up
+ * to 64 bytes weighs 8.5 MB); a larger one ends its stream.
  */
 const ALONE_BYTES = 16 * 1024 * 1024;
 
