@@ -2,9 +2,9 @@
 // (./receive-budget.ts) or an operations link (../link/port.ts) — within the
 // memory for peers' batches (a budget of http_body_memory_limit of their
 // own, ../rest/body-budget.ts), as a REST body or a unary gRPC message is
-// within the node's other one. A
-// message of SMALL_BODY bytes or more takes its length in the budget as soon
-// as its first bytes give that length, before the rest of it is read;
+// within the node's other one. A message of SMALL_BODY bytes or more takes
+// its length in the budget as soon as its first bytes give that length,
+// before the rest of it is read;
 // without room the stream is not read on, and flow control (HTTP/2's window,
 // TCP's) holds the sender back until there is room. It waits for as long as
 // the stream lives: refusing would end a busy peer's stream and every
