@@ -52,10 +52,9 @@ export class MessageRooms implements Holder {
       return true;
     }
     this._waiting = true;
-    void this.budget.takeEventually(length, this, this.closed.signal).then((ok) => {
-      if (!ok) return;
-      if (this.closed.signal.aborted) return this.budget.give(length);
-      this.let(length);
+    void this.budget.takeEventually(length, this, this.closed.signal, () => this.let(length)).then((ok) => {
+      // Closed meanwhile: close() gave back the room let() counted.
+      if (!ok || this.closed.signal.aborted) return;
       this._waiting = false;
       then();
     });

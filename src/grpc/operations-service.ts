@@ -392,22 +392,21 @@ export class OperationsEndpoint {
         const b = waiting[0];
         if (b.extra > 0) {
           // Its waiting rooms are parked: one that holds more than the limit runs once nothing else is held.
+          const park = () => {
+            held.queued += b.extra;
+            b.room += b.extra;
+            b.extra = 0;
+          };
           if (!batchBudget.takeNow(b.extra)) {
             taking = true;
-            void batchBudget.takeEventually(b.extra, held, stopTaking.signal).then((ok) => {
+            void batchBudget.takeEventually(b.extra, held, stopTaking.signal, park).then((ok) => {
               taking = false;
-              if (!ok) return;
-              if (done) return batchBudget.give(b.extra);
-              held.queued += b.extra;
-              b.room += b.extra;
-              b.extra = 0;
-              pump();
+              // Over meanwhile: over() gave back the room park() counted in the batch.
+              if (ok && !done) pump();
             });
             break;
           }
-          held.queued += b.extra;
-          b.room += b.extra;
-          b.extra = 0;
+          park();
         }
         waiting.shift();
         held.queued -= b.room;

@@ -90,13 +90,23 @@ export class BodyBudget {
    * much is parked. Two holders each waiting for room the other holds
    * would otherwise wait for ever; so the budget may hold up to the limit
    * more than it, parked.
+   *
+   * `park` is called the moment the room is taken, before the next waiter
+   * is looked at, and must count it in what `holder` holds (its parked(),
+   * should it wait again): a room taken and counted nowhere until the
+   * promise settles would keep the next waiter out, and nothing would look
+   * at that waiter again once it was counted.
    */
-  takeEventually(bytes: number, holder: Holder, cancel: AbortSignal): Promise<boolean> {
+  takeEventually(bytes: number, holder: Holder, cancel: AbortSignal, park: () => void): Promise<boolean> {
     if (cancel.aborted) return Promise.resolve(false);
-    if (this.takeNow(bytes)) return Promise.resolve(true);
+    if (this.takeNow(bytes)) {
+      park();
+      return Promise.resolve(true);
+    }
     return new Promise<boolean>((resolve) => {
       const leave = this.queue(bytes, holder, (ok) => {
         cancel.removeEventListener('abort', leave);
+        if (ok) park();
         resolve(ok);
       });
       cancel.addEventListener('abort', leave);

@@ -173,3 +173,20 @@ t.test('freed buffers are kept by size for the next values, no more of them than
   const again = [budget.buffer(), budget.buffer(), budget.buffer(), budget.buffer()];
   t.equal(again.filter((b) => four.includes(b)).length, 3, 'kept buffers stay within the budget: three of 1 MiB in 3 MiB');
 });
+
+t.test('rooms a waiting holder was given count as parked before the next waiter is looked at', async (t) => {
+  // A holder with two waiters: once the first is let in, its room is the
+  // holder's, parked while the second waits. Counted only once the first's
+  // promise settled, it kept the second out, and nothing looked again.
+  const budget = new BodyBudget(100);
+  let parked = 0;
+  const holder = { parked: () => parked };
+  const never = new AbortController().signal;
+  t.ok(budget.takeNow(60), 'another holds 60 of 100');
+  const first = budget.takeEventually(50, holder, never, () => (parked += 50));
+  const second = budget.takeEventually(80, holder, never, () => (parked += 80));
+  budget.give(60);
+  const got = await Promise.race([Promise.all([first, second]), new Promise((resolve) => setTimeout(() => resolve('waiting'), 500))]);
+  t.same(got, [true, true], 'both let in once the other gave its room back');
+  t.equal(budget.inUse, 130, 'holding up to the limit more than it, parked');
+});
