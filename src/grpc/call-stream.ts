@@ -49,11 +49,12 @@ export function firstMessageLength(stream: Http2Stream, then: (length: number) =
 
 /**
  * Calls `admit` with the length of each message `stream` carries, as soon
- * as its prefix arrives (the bytes go on to grpc-js as they came). When
- * `admit` returns false, the bytes after that prefix are looked at only
- * once the `next` it was given is called.
+ * as its prefix arrives (the bytes go on to grpc-js as they came), and
+ * `arrived` once its last byte came. When `admit` returns false, the bytes
+ * after that prefix are looked at only once the `next` it was given is
+ * called.
  */
-export function eachMessageLength(stream: Http2Stream, admit: (length: number, next: () => void) => boolean): void {
+export function eachMessageLength(stream: Http2Stream, admit: (length: number, next: () => void) => boolean, arrived: () => void): void {
   const head = Buffer.alloc(PREFIX);
   let headFill = 0;
   // Bytes of the current message's body still to come.
@@ -71,6 +72,7 @@ export function eachMessageLength(stream: Http2Stream, admit: (length: number, n
         const n = Math.min(body, chunk.length - at);
         body -= n;
         at += n;
+        if (body === 0) arrived();
         continue;
       }
       const n = Math.min(PREFIX - headFill, chunk.length - at);
@@ -84,6 +86,7 @@ export function eachMessageLength(stream: Http2Stream, admit: (length: number, n
         held = chunk.subarray(at);
         return;
       }
+      if (body === 0) arrived();
     }
   };
   stream.on('data', (chunk: Buffer) => {

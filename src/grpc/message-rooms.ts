@@ -16,7 +16,12 @@
 // run yet, the endpoint's `queued` ones included — wait with it: they are
 // parked (BodyBudget.takeEventually), and do not keep another stream's wait
 // from ending, which would keep theirs from ending in turn.
+//
+// A message let in with room must then arrive whole within its `deadline`
+// (./arrival-deadline.ts), or its stream ends: room taken is room other
+// peers wait for.
 import { BodyBudget, Holder, SMALL_BODY } from '../rest/body-budget';
+import { ArrivalDeadline } from './arrival-deadline';
 
 export class MessageRooms implements Holder {
   // The rooms of the messages let in and not yet claimed, oldest first (0: a small one).
@@ -27,7 +32,11 @@ export class MessageRooms implements Holder {
   private _waiting = false;
   private readonly closed = new AbortController();
 
-  constructor(private readonly budget: BodyBudget) {}
+  /** `deadline`: what each message let in with room must arrive within (none: it may take as long as the stream lasts). */
+  constructor(
+    private readonly budget: BodyBudget,
+    private readonly deadline: ArrivalDeadline | null = null,
+  ) {}
 
   /** A message waits for room: its stream must not be read on. */
   get waiting(): boolean {
@@ -68,6 +77,12 @@ export class MessageRooms implements Holder {
   private let(room: number): void {
     this.rooms.push(room);
     this.unclaimed += room;
+    this.deadline?.begin(room);
+  }
+
+  /** The last byte of the message let in last came. */
+  arrived(): void {
+    this.deadline?.end();
   }
 
   /** The room of the oldest message let in and not claimed yet (0 for a small one), which the caller now gives back. */
@@ -81,6 +96,7 @@ export class MessageRooms implements Holder {
   close(): void {
     if (this.closed.signal.aborted) return;
     this.closed.abort();
+    this.deadline?.end();
     for (const room of this.rooms) if (room > 0) this.budget.give(room);
     this.rooms.length = 0;
     this.unclaimed = 0;

@@ -12,7 +12,8 @@
 // with DEADLINE_EXCEEDED, so that a client that stalls mid-message does not
 // keep its room. A call with a stream of requests (Replicas.Operations) has
 // each of its messages let in so as well (./message-rooms.ts), for as long as
-// the call lasts.
+// the call lasts, and each must arrive within http_request_timeout of its
+// stream being read (./arrival-deadline.ts).
 //
 // An Exist holds far more than its message while it runs: each key becomes
 // objects of its own (decoded, grouped by vdisk, answered), about 30 times
@@ -24,6 +25,7 @@ import http2, { type Http2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
 import { callStream, eachMessageLength, firstMessageLength } from './call-stream';
+import { ArrivalDeadline } from './arrival-deadline';
 import { MessageRooms } from './message-rooms';
 
 const EXIST_PATH = '/bob_storage.BobApi/Exist';
@@ -40,7 +42,7 @@ export function receiveWithinBudget(budgets: ReceiveBudgets, receiveTimeoutMs: n
   return (method, call) => {
     // grpc-js's own call at the end of the chain holds the stream; it keeps it paused until the call asks to read.
     const stream = callStream(call);
-    if (method.requestStream && stream !== undefined) return new GatedStreamCall(call, stream, new MessageRooms(budgets.batches));
+    if (method.requestStream && stream !== undefined) return new GatedStreamCall(call, stream, budgets.batches, receiveTimeoutMs);
     if (stream !== undefined) gate(stream, call, budgets.messages, receiveTimeoutMs, method.path === EXIST_PATH ? EXIST_COST : 1);
     // grpc-js passes each interceptor's call on through the interface alone:
     // the call itself, without a layer that forwards every event, costs nothing more per call.
@@ -55,27 +57,37 @@ export function receiveWithinBudget(budgets: ReceiveBudgets, receiveTimeoutMs: n
  */
 class GatedStreamCall extends grpc.ServerInterceptingCall {
   private readWanted = false;
+  readonly rooms: MessageRooms;
 
   constructor(
     next: grpc.ServerInterceptingCallInterface,
-    stream: Http2Stream,
-    readonly rooms: MessageRooms,
+    private readonly stream: Http2Stream,
+    budget: BodyBudget,
+    receiveTimeoutMs: number,
   ) {
     super(next);
-    eachMessageLength(stream, (length, next) => {
-      const admitted = rooms.admit(length, () => {
-        next();
-        if (rooms.waiting) return;
-        stream.resume();
-        if (this.readWanted) {
-          this.readWanted = false;
-          super.startRead();
-        }
-      });
-      if (!admitted) stream.pause();
-      return admitted;
+    const stalled = (details: string) => refuse(stream, this, grpc.status.DEADLINE_EXCEEDED, details);
+    this.rooms = new MessageRooms(budget, new ArrivalDeadline(stream, receiveTimeoutMs, stalled));
+    eachMessageLength(
+      stream,
+      (length, next) => this.admit(length, next),
+      () => this.rooms.arrived(),
+    );
+    stream.once('close', () => this.rooms.close());
+  }
+
+  private admit(length: number, next: () => void): boolean {
+    const admitted = this.rooms.admit(length, () => {
+      next();
+      if (this.rooms.waiting) return;
+      this.stream.resume();
+      if (this.readWanted) {
+        this.readWanted = false;
+        super.startRead();
+      }
     });
-    stream.once('close', () => rooms.close());
+    if (!admitted) this.stream.pause();
+    return admitted;
   }
 
   override startRead(): void {

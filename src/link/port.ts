@@ -16,6 +16,7 @@ import { encodeResultBatch } from '../grpc/operation-codec';
 import { OperationsCall } from '../grpc/operations-service';
 import { ResultBatchMsg, ResultMsg } from '../grpc/proto';
 import { Authenticator } from '../auth/authenticator';
+import { ArrivalDeadline } from '../grpc/arrival-deadline';
 import { MessageRooms } from '../grpc/message-rooms';
 import { BodyBudget } from '../rest/body-budget';
 import { parseHostPort } from '../config/address';
@@ -42,6 +43,8 @@ export interface ServingPortOptions {
   maxConnections: number;
   /** What a link's batches are let in within (../grpc/message-rooms.ts). */
   budget: BodyBudget;
+  /** How long a batch let in may take to arrive, of the link being read (http_request_timeout, ../grpc/arrival-deadline.ts). */
+  receiveTimeoutMs: number;
   /** Serves an accepted link as it serves an Operations stream, its batches let in by `rooms`. */
   serve: (call: OperationsCall, rooms: MessageRooms) => void;
   /** A link was accepted (true) or refused (false). */
@@ -118,7 +121,7 @@ export class ServingPort {
   }
 
   private async greet(socket: net.Socket, authorization: string, rest: Buffer): Promise<void> {
-    const call = new LinkCall(socket, authorization, this.o.maxMessageBytes, this.o.budget, this.o.log);
+    const call = new LinkCall(socket, authorization, this.o, this.o.log);
     let refusal: Partial<grpc.StatusObject> | null = null;
     if (this.o.credentials !== null) {
       refusal = { code: grpc.status.FAILED_PRECONDITION, details: 'this node serves gRPC with TLS only: no plaintext links' };
@@ -170,17 +173,17 @@ class LinkCall extends EventEmitter implements OperationsCall {
   constructor(
     private readonly socket: net.Socket,
     authorization: string,
-    maxBytes: number,
-    budget: BodyBudget,
+    limits: Pick<ServingPortOptions, 'maxMessageBytes' | 'budget' | 'receiveTimeoutMs'>,
     private readonly log: Logger,
   ) {
     super();
     if (authorization !== '') this.metadata.set('authorization', authorization);
-    const rooms = (this.rooms = new MessageRooms(budget));
+    const rooms = (this.rooms = new MessageRooms(limits.budget, new ArrivalDeadline(socket, limits.receiveTimeoutMs, (details) => this.stalled(details))));
     this.reader = new FrameReader(
-      maxBytes,
+      limits.maxMessageBytes,
       (type, payload) => {
         if (type !== BATCH) throw new Error(`a frame of type ${type} from the client`);
+        rooms.arrived();
         if (!this.over) this.emit('data', payload);
       },
       false,
@@ -265,6 +268,14 @@ class LinkCall extends EventEmitter implements OperationsCall {
     this.read(() => this.reader.push(chunk));
     // The batch whose header was in `chunk` waits for room.
     if (this.reader.holding) this.flow();
+  }
+
+  // A batch let in did not come whole in time: the link ends, and with it
+  // the batch's room, even if the sender keeps its side open.
+  private stalled(details: string): void {
+    this.log.warn({ peer: this.getPeer(), details }, 'operations link closed: a batch stalled');
+    this.emit('error', { code: grpc.status.DEADLINE_EXCEEDED, details });
+    this.socket.destroySoon();
   }
 
   // A batch held for room has it.

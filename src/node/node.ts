@@ -334,6 +334,7 @@ export class OysterNode {
       maxMessageBytes,
       maxConnections: node.grpcMaxConnections,
       budget: this.batchBudget,
+      receiveTimeoutMs: node.httpRequestTimeout,
       serve: operations.handle,
       onLink: (accepted) => this.metrics.linksAccepted.inc({ outcome: accepted ? 'accepted' : 'refused' }),
     });

@@ -3,7 +3,8 @@
 // authentication_type is None) and sends large batches faster than the node
 // takes them, or stalls in the middle of them, has the node hold at most the
 // limit of them; small operations are served meanwhile, and the stalled
-// batches are written once they come whole. Batches are weighed before they
+// batches are written once they come whole — or, read for longer than
+// http_request_timeout, end their stream. Batches are weighed before they
 // are decoded: an EXIST of more keys than the limit has room for is
 // refused, a batch of too many operations ends its stream, and a peer asks
 // about many keys a few thousand at a time. Two nodes coordinating writes to
@@ -121,6 +122,10 @@ class RawStream {
         this.bytes = this.bytes.subarray(5 + n);
       }
     });
+    // The call's status: in the answer's headers when nothing was answered before it, else in its trailers.
+    const status = (h: http2.IncomingHttpHeaders) => h['grpc-status'] !== undefined && (this.status = Number(h['grpc-status']));
+    this.stream.on('response', status);
+    this.stream.on('trailers', status);
     this.closed = new Promise((resolve) => this.stream.on('close', () => resolve()));
     this.stream.on('end', () => (this.ended = true));
     this.stream.on('close', () => (this.ended = true));
@@ -128,6 +133,7 @@ class RawStream {
 
   /** The node ended the call. */
   ended = false;
+  status: number | null = null;
 
   frame(ops: OperationMsg[]): Buffer {
     const m = encodeOperationBatch({ ops });
@@ -161,6 +167,56 @@ t.test('gRPC Operations streams stalling large batches hold at most the limit', 
   streams.forEach((s, i) => s.write(messages[i].subarray(messages[i].length - KEPT)));
   await waitFor('the stalled messages', () => streams.every((s, i) => s.ended || s.results.has(i + 1)), 60_000, 20);
   t.same(streams.map((s, i) => (s.results.has(i + 1) ? (s.results.get(i + 1)!.code ?? 0) : 'none')), new Array(SENDERS).fill(0), 'each is written once it came whole');
+  await waitFor('the budget to empty', async () => (await batchBytes(node.url)) === 0, 5000);
+  t.pass('every room was given back');
+});
+
+t.test('a batch read for longer than http_request_timeout ends its link or stream and gives its room back; one that waited for room longer than that is not cut', async (t) => {
+  const TIMEOUT = 2000;
+  const node = await startRestNode(t, {
+    spec: { nodes: [{ name: 'solo' }], vdisks: 2, keySize: 8 },
+    opts: { extra: { http_body_memory_limit: LIMIT, http_request_timeout: '2s', http_headers_timeout: '1s' } },
+  });
+  const address = node.files.addresses.solo;
+  const started = Date.now();
+  // A: a link that sends most of a batch at once, then 16 bytes every 200 ms: its bytes keep coming, its batch never does.
+  const trickler = await RawLink.open(address, hello(''));
+  t.teardown(() => trickler.close());
+  const a = frame(1, encodeOperationBatch({ ops: [put(1, 1, valueOf(1))] }));
+  trickler.socket.write(a.subarray(0, a.length - KEPT));
+  const trickle = setInterval(() => trickler.socket.write(Buffer.alloc(16)), 200);
+  t.teardown(() => clearInterval(trickle));
+  await waitFor('A to be let in', async () => (await batchBytes(node.url)) > 0, 2000, 20);
+  // S: a gRPC stream that stops in the middle of its message; it waits for A's room first.
+  const stalled = new RawStream(address);
+  t.teardown(() => stalled.close());
+  const s = stalled.frame([put(2, 2, valueOf(2))]);
+  stalled.write(s.subarray(0, s.length - KEPT));
+  await sleep(300);
+  // B: a link that sends a whole batch, and waits for the room A and then S hold, longer than the timeout.
+  const patient = await RawLink.open(address, hello(''));
+  t.teardown(() => patient.close());
+  patient.send({ ops: [put(3, 3, valueOf(3))] });
+
+  const cut = await within(4 * TIMEOUT, trickler.next(), 'the trickling link');
+  const cutAt = Date.now() - started;
+  t.equal(cut?.type === 'status' && cut.code, 4, `the trickling link ends with DEADLINE_EXCEEDED, after ${cutAt} ms`);
+  t.match(cut?.type === 'status' && cut.details, /a batch of \d+ bytes did not arrive within http_request_timeout \(2000 ms\)/, 'naming the batch and the timeout');
+  t.ok(cutAt >= TIMEOUT - 100 && cutAt < 3 * TIMEOUT, 'about the timeout after it was let in');
+  await within(TIMEOUT, trickler.closed, 'the link to close');
+  t.pass('and the node closed it though the sender kept its side open');
+
+  await waitFor('the stalled stream to end', () => stalled.ended, 4 * TIMEOUT, 20);
+  const streamCutAt = Date.now() - started;
+  t.equal(stalled.status, 4, `the stalled stream ends with DEADLINE_EXCEEDED, after ${streamCutAt} ms`);
+  t.ok(streamCutAt >= cutAt + TIMEOUT - 300, 'its time waiting for room did not count');
+
+  const got = await within(4 * TIMEOUT, linkResults(patient, [3]), 'the patient batch');
+  const waited = Date.now() - started;
+  t.equal(got.get(3)?.code ?? 0, 0, `the batch that waited ${waited} ms for room, more than the timeout, is written`);
+  const res = await fetch(`${node.url}/data/3`);
+  t.ok(Buffer.from(await res.arrayBuffer()).equals(valueOf(3)), 'and reads back byte-exact');
+  for (const n of [1, 2]) t.equal((await fetch(`${node.url}/data/${n}`)).status, 404, `the stalled batch ${n} wrote nothing`);
   await waitFor('the budget to empty', async () => (await batchBytes(node.url)) === 0, 5000);
   t.pass('every room was given back');
 });
