@@ -127,6 +127,8 @@ export interface NodeConfig {
   httpMaxConnections: number;
   /** Oyster: connections to the gRPC port open at once (clients, peers' channels and links); more are closed as they arrive. */
   grpcMaxConnections: number;
+  /** Oyster: gRPC calls open at once, all connections together; more are refused (RESOURCE_EXHAUSTED) as they arrive. */
+  grpcMaxCalls: number;
   /** Oyster: time to receive a request's headers, and the whole request, in ms (408 after it). */
   httpHeadersTimeout: number;
   httpRequestTimeout: number;
@@ -161,6 +163,7 @@ const MAX_VALUE_SIZE = 0xffffffff - 4 * 65536;
 export const DEFAULT_HTTP_BODY_MEMORY_LIMIT = 256 * MIB;
 export const DEFAULT_HTTP_MAX_CONNECTIONS = 2048;
 export const DEFAULT_GRPC_MAX_CONNECTIONS = 1024;
+export const DEFAULT_GRPC_MAX_CALLS = 2048;
 export const DEFAULT_HTTP_HEADERS_TIMEOUT = 60 * SECOND;
 export const DEFAULT_HTTP_REQUEST_TIMEOUT = 300 * SECOND;
 /**
@@ -265,6 +268,7 @@ export function readNodeConfig(reader: ConfigReader, document: unknown): NodeCon
     httpBodyMemoryLimit: root.size('http_body_memory_limit', { default: DEFAULT_HTTP_BODY_MEMORY_LIMIT, check: positive }),
     httpMaxConnections: root.integer('http_max_connections', { default: DEFAULT_HTTP_MAX_CONNECTIONS, min: 1 }),
     grpcMaxConnections: root.integer('grpc_max_connections', { default: DEFAULT_GRPC_MAX_CONNECTIONS, min: 1 }),
+    grpcMaxCalls: root.integer('grpc_max_calls', { default: DEFAULT_GRPC_MAX_CALLS, min: 1 }),
     httpHeadersTimeout: root.duration('http_headers_timeout', { default: DEFAULT_HTTP_HEADERS_TIMEOUT, check: positive }),
     httpRequestTimeout: root.duration('http_request_timeout', { default: DEFAULT_HTTP_REQUEST_TIMEOUT, check: positive }),
     minFreeSpace: root.space('min_free_space', { default: DEFAULT_MIN_FREE_SPACE }),

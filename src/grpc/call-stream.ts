@@ -4,7 +4,8 @@
 // it elsewhere one day: the budgets then do without, and
 // test/cluster/grpc-budget.test.ts (a server's) or
 // test/cluster/bob-peer-budget.test.ts (a client's) fails.
-import type { Http2Stream } from 'node:http2';
+import http2, { type Http2Stream } from 'node:http2';
+import type * as grpc from '@grpc/grpc-js';
 
 // A server call: grpc-js's own intercepting call holds it as `stream`, and a
 // handler's call reaches that one as `call`.
@@ -93,4 +94,17 @@ export function eachMessageLength(stream: Http2Stream, admit: (length: number, n
     if (held !== null) held = Buffer.concat([held, chunk]);
     else walk(chunk);
   });
+}
+
+/**
+ * Ends a server call with `code` and resets its stream: the rest of its
+ * request is never read, and a client that keeps its side open holds
+ * nothing. The reset says NO_ERROR, as HTTP/2 has a server that answered
+ * stop a request's upload: a client takes the status sent before it, where
+ * a CANCEL could reach it first and stand for the status (grpc-js then
+ * reports CANCELLED).
+ */
+export function endCall(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, code: grpc.status, details: string): void {
+  call.sendStatus({ code, details });
+  stream.close(http2.constants.NGHTTP2_NO_ERROR);
 }

@@ -21,10 +21,10 @@
 // room is EXIST_COST times its length, and one whose room would be more
 // than the whole budget is refused unread (1,000,000 keys took the node
 // from 110 to 616 MB).
-import http2, { type Http2Stream } from 'node:http2';
+import type { Http2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { BodyBudget, SMALL_BODY } from '../rest/body-budget';
-import { callStream, eachMessageLength, firstMessageLength } from './call-stream';
+import { callStream, eachMessageLength, endCall, firstMessageLength } from './call-stream';
 import { ArrivalDeadline } from './arrival-deadline';
 import { MessageRooms } from './message-rooms';
 
@@ -66,7 +66,7 @@ class GatedStreamCall extends grpc.ServerInterceptingCall {
     receiveTimeoutMs: number,
   ) {
     super(next);
-    const stalled = (details: string) => refuse(stream, this, grpc.status.DEADLINE_EXCEEDED, details);
+    const stalled = (details: string) => endCall(stream, this, grpc.status.DEADLINE_EXCEEDED, details);
     this.rooms = new MessageRooms(budget, new ArrivalDeadline(stream, receiveTimeoutMs, stalled));
     eachMessageLength(
       stream,
@@ -112,7 +112,7 @@ function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, b
     if (room < SMALL_BODY) return;
     if (cost > 1 && room > budget.limit) {
       const why = `an Exist of ${size} bytes would hold about ${room} bytes while it runs, more than http_body_memory_limit (${budget.limit}): ask for fewer keys at once`;
-      refuse(stream, call, grpc.status.RESOURCE_EXHAUSTED, why);
+      endCall(stream, call, grpc.status.RESOURCE_EXHAUSTED, why);
       return;
     }
     stream.pause();
@@ -122,12 +122,12 @@ function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, b
         return;
       }
       if (!ok) {
-        refuse(stream, call, grpc.status.RESOURCE_EXHAUSTED, budget.refusal);
+        endCall(stream, call, grpc.status.RESOURCE_EXHAUSTED, budget.refusal);
         return;
       }
       // The whole message is in once the client has sent all it will (a unary call sends one).
       const timer = setTimeout(
-        () => refuse(stream, call, grpc.status.DEADLINE_EXCEEDED, `the request message of ${size} bytes did not arrive within http_request_timeout (${receiveTimeoutMs} ms)`),
+        () => endCall(stream, call, grpc.status.DEADLINE_EXCEEDED, `the request message of ${size} bytes did not arrive within http_request_timeout (${receiveTimeoutMs} ms)`),
         receiveTimeoutMs,
       );
       stream.once('end', () => clearTimeout(timer));
@@ -138,11 +138,4 @@ function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, b
       stream.resume();
     });
   });
-}
-
-// Ends the call with `code` and resets its stream: the rest of the message
-// is never read, and a client that keeps its side open holds nothing.
-function refuse(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, code: grpc.status, details: string): void {
-  call.sendStatus({ code, details });
-  stream.close(http2.constants.NGHTTP2_CANCEL);
 }

@@ -17,6 +17,7 @@ import { encodeBlob } from './blob-codec';
 import { BodyBudget } from '../rest/body-budget';
 import { holdUntilSent, readWithinBudget } from './answer-budget';
 import { takeHeld } from './bob-answer';
+import { CallLimit } from './call-limit';
 import { ReceiveBudgets, receiveWithinBudget } from './receive-budget';
 import { invalidArgument, StatusError, toStatus } from './status';
 import { encodeStates, metaVersion, u64Field, versionMeta } from './versions';
@@ -313,13 +314,15 @@ export const MAX_CONCURRENT_CALLS = 256;
 /**
  * A gRPC server with the given services, not listening: the node's serving
  * port (src/link/port.ts) hands it its connections. `maxMessageBytes`: the
- * largest request message accepted (a value plus its envelope); messages
- * are read within `budgets.messages`, each within `receiveTimeoutMs`, and
- * peers' batches of operations within `budgets.batches` (receive-budget.ts).
+ * largest request message accepted (a value plus its envelope); calls are
+ * let in within `calls` (call-limit.ts), their messages read within
+ * `budgets.messages`, each within `receiveTimeoutMs`, and peers' batches of
+ * operations within `budgets.batches` (receive-budget.ts).
  */
 export function createGrpcServer(
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
   maxMessageBytes: number,
+  calls: CallLimit,
   budgets: ReceiveBudgets,
   receiveTimeoutMs: number,
 ): grpc.Server {
@@ -327,7 +330,7 @@ export function createGrpcServer(
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': -1,
     'grpc.max_concurrent_streams': MAX_CONCURRENT_CALLS,
-    interceptors: [receiveWithinBudget(budgets, receiveTimeoutMs)],
+    interceptors: [calls.interceptor, receiveWithinBudget(budgets, receiveTimeoutMs)],
   });
   for (const s of services) server.addService(tolerantDefinition(s.definition), s.implementation);
   return server;

@@ -85,6 +85,8 @@ export interface NodeMetrics {
   restBodyRefused: Counter;
   /** Peers' batches of operations held, against their own http_body_memory_limit. */
   peerBatchBytes: Gauge;
+  grpcOpenCalls: Gauge;
+  grpcCallsRefused: Counter<'reason'>;
 }
 
 export function createMetrics(build: BuildInfo): NodeMetrics {
@@ -345,6 +347,17 @@ export function createMetrics(build: BuildInfo): NodeMetrics {
     peerBatchBytes: new Gauge({
       name: 'oyster_peer_batch_bytes',
       help: "Bytes peers' batches of operations hold now (received, not yet answered), against a second node.yaml http_body_memory_limit of their own",
+      registers,
+    }),
+    grpcOpenCalls: new Gauge({
+      name: 'oyster_grpc_open_calls',
+      help: 'gRPC calls open now, all connections together, against node.yaml grpc_max_calls',
+      registers,
+    }),
+    grpcCallsRefused: new Counter({
+      name: 'oyster_grpc_calls_refused_total',
+      help: 'gRPC calls refused: reason="max_calls" (RESOURCE_EXHAUSTED, grpc_max_calls open already) or "request_timeout" (DEADLINE_EXCEEDED, the request did not arrive within http_request_timeout)',
+      labelNames: ['reason'],
       registers,
     }),
     tlsCertExpiry: new Gauge({

@@ -48,4 +48,5 @@ export function startAtZero(m: NodeMetrics, k: KnownLabels): void {
   for (const operation of ['get', 'exist']) m.unansweredReads.inc({ operation }, 0);
   for (const outcome of ['repaired', 'failed', 'dropped']) m.readRepairs.inc({ outcome }, 0);
   m.restBodyRefused.inc(0);
+  for (const reason of ['max_calls', 'request_timeout']) m.grpcCallsRefused.inc({ reason }, 0);
 }

@@ -20,6 +20,7 @@ import { ANSWER_CODES } from '../grpc/status';
 import { replicasDefinition, replicasService } from '../grpc/replicas-service';
 import { OperationsEndpoint } from '../grpc/operations-service';
 import { bobDefinition, bobService, createGrpcServer } from '../grpc/server';
+import { CallLimit } from '../grpc/call-limit';
 import { ServingPort } from '../link/port';
 import { parseHostPort } from '../config/address';
 import { LoadedConfig } from '../config/load';
@@ -68,6 +69,7 @@ export class OysterNode {
   private readonly bobMetrics: BobMetrics;
   private readonly bodyBudget: BodyBudget;
   private readonly batchBudget: BodyBudget;
+  private callLimit?: CallLimit;
   private readonly tls: TlsMaterial | null;
   private rest: http.Server | null = null;
   private metricsListener: http.Server | null = null;
@@ -301,6 +303,12 @@ export class OysterNode {
     // memory of bodies in flight; 64 KiB covers key, meta and options.
     const maxMessageBytes = Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536);
     const operations = this.operations;
+    this.callLimit = new CallLimit({
+      maxCalls: node.grpcMaxCalls,
+      receiveTimeoutMs: node.httpRequestTimeout,
+      onOpen: (open) => this.metrics.grpcOpenCalls.set(open),
+      onRefused: (reason) => this.metrics.grpcCallsRefused.inc({ reason }),
+    });
     const grpcServer = createGrpcServer(
       [
         {
@@ -321,6 +329,7 @@ export class OysterNode {
         },
       ],
       maxMessageBytes,
+      this.callLimit,
       { messages: bodyBudget, batches: this.batchBudget },
       node.httpRequestTimeout,
     );
@@ -422,6 +431,7 @@ export class OysterNode {
       await Promise.all(this.compactors.map((c) => c.stop()));
       const grpcServer = this.grpc;
       this.port?.close();
+      this.callLimit?.close();
       // Peers keep their operation streams open; the graceful shutdown waits for them.
       this.operations?.close();
       const grpcDone = grpcServer

@@ -74,8 +74,10 @@ t.test('large gRPC Puts at once are read within http_body_memory_limit', async (
   const grew = peakRss(proc.child.pid!) - before;
   // One 12 MiB message at a time fits in 16 MiB: held as grpc-js joins and
   // decodes it (about three copies), plus what the code run for the first
-  // time takes. Eight read at once took over 200 MiB.
-  t.ok(grew < 100 * MiB, `peak resident set grew ${(grew / MiB).toFixed(0)} MiB for 8 Puts of 12 MiB`);
+  // time takes, and what the collector has not freed yet (57–102 MiB,
+  // the most with the other test files running). Eight read at once took
+  // over 200 MiB.
+  t.ok(grew < 128 * MiB, `peak resident set grew ${(grew / MiB).toFixed(0)} MiB for 8 Puts of 12 MiB`);
   for (const [i, v] of values.entries()) t.ok((await clients[0].get(keyBytes(100 + i, 8))).data.equals(v), `value ${i} byte-exact`);
 });
 

@@ -2,14 +2,19 @@
 // (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS), so a client that makes
 // thousands of calls at once has them queued on its side instead of held
 // by the node; connections past grpc_max_connections are closed while the
-// others are served; an Exist whose keys would hold more than the memory
-// for values in flight is refused unread. A real oysterd.
+// others are served; calls past grpc_max_calls, all connections together,
+// are refused at once, and a call whose request does not arrive within
+// http_request_timeout ends, so that clients stalling calls on many
+// connections hold a bounded memory; an Exist whose keys would hold more
+// than the memory for values in flight is refused unread. A real oysterd.
 import http2 from 'node:http2';
 import net from 'node:net';
 import t from 'tap';
-import { BobClient } from '../helpers/grpc-client';
+import { BobClient, codeOf } from '../helpers/grpc-client';
 import { startRestNode } from '../rest/lib/node';
 import { peakRss } from '../helpers/memory';
+import { sample } from '../rest/lib/metrics';
+import { waitFor } from './lib';
 
 t.test('a connection has at most 256 calls open; more are queued by the client, not held by the node', async (t) => {
   const node = await startRestNode(t, { spec: { nodes: [{ name: 'solo' }], vdisks: 2 } });
@@ -65,6 +70,70 @@ t.test('connections past grpc_max_connections are closed, the others served', as
   const fourth = connect();
   t.teardown(() => fourth.socket.destroy());
   t.notOk(await fourth.closedWithin(300), 'once one closed, a new connection stays open');
+});
+
+t.test('calls past grpc_max_calls are refused at once; a request that stalls ends after http_request_timeout', async (t) => {
+  const MAX = 64;
+  const node = await startRestNode(t, {
+    spec: { nodes: [{ name: 'solo' }], vdisks: 2 },
+    opts: { extra: { grpc_max_calls: MAX, http_request_timeout: '3s', http_headers_timeout: '1s' } },
+  });
+  const address = node.files.addresses.solo;
+  const pid = node.proc.child.pid!;
+  const metric = async (name: string, labels: Record<string, string> = {}) => sample(await (await fetch(`${node.url}/metrics`)).text(), name, labels);
+  const client = new BobClient(address, 5000);
+  t.teardown(() => client.close());
+  await client.ping();
+  const before = peakRss(pid);
+  // Unary Puts on 4 connections, each sending 30,000 bytes of a message of 60,000 and no more.
+  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://${address}`));
+  t.teardown(() => sessions.forEach((s) => s.destroy()));
+  const started = Date.now();
+  const calls = sessions.flatMap((session) =>
+    Array.from({ length: MAX / 2 }, () => {
+      session.on('error', () => undefined);
+      const stream = session.request({ ':method': 'POST', ':path': '/bob_storage.BobApi/Put', 'content-type': 'application/grpc', te: 'trailers' });
+      stream.on('error', () => undefined);
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(60_000, 1);
+      stream.write(Buffer.concat([prefix, Buffer.alloc(30_000, 1)]));
+      const call = { status: null as number | null, at: 0 };
+      const status = (h: http2.IncomingHttpHeaders) => {
+        if (h['grpc-status'] === undefined) return;
+        call.status = Number(h['grpc-status']);
+        call.at = Date.now() - started;
+      };
+      stream.on('response', status);
+      stream.on('trailers', status);
+      return call;
+    }),
+  );
+  await waitFor('the calls past the limit to be refused', () => calls.filter((c) => c.status !== null).length >= calls.length - MAX, 5000, 20);
+  const refused = calls.filter((c) => c.status !== null);
+  t.equal(refused.length, calls.length - MAX, `${refused.length} of ${calls.length} stalled calls refused`);
+  t.ok(refused.every((c) => c.status === 8), 'with RESOURCE_EXHAUSTED');
+  t.ok(refused.every((c) => c.at < 2000), `at once (the last after ${Math.max(...refused.map((c) => c.at))} ms)`);
+  t.equal(await metric('oyster_grpc_open_calls'), MAX, 'oyster_grpc_open_calls');
+  const err = await client.ping().then(
+    () => null,
+    (e: unknown) => e as { details: string },
+  );
+  t.equal(codeOf(err), 8, 'a new call at the limit is refused with RESOURCE_EXHAUSTED');
+  t.match(err?.details, /grpc_max_calls 64.*retry later/, 'naming the limit');
+
+  await waitFor('the stalled calls to end', () => calls.every((c) => c.status !== null), 8000, 20);
+  const timedOut = calls.filter((c) => c.status === 4);
+  t.equal(timedOut.length, MAX, 'the calls let in end with DEADLINE_EXCEEDED');
+  const first = Math.min(...timedOut.map((c) => c.at));
+  t.ok(first >= 2900 && first < 3000 + 1500, `after http_request_timeout (3 s): from ${first} ms`);
+  await waitFor('no call open', async () => (await metric('oyster_grpc_open_calls')) === 0, 3000);
+  t.equal(await metric('oyster_grpc_calls_refused_total', { reason: 'max_calls' }), calls.length - MAX + 1, 'counted: refused for the limit, the client\'s call too');
+  t.equal(await metric('oyster_grpc_calls_refused_total', { reason: 'request_timeout' }), MAX, 'counted: ended for the timeout');
+  const grew = peakRss(pid) - before;
+  t.ok(grew < 48 * 1024 * 1024, `peak resident set grew ${(grew / 1024 / 1024).toFixed(0)} MiB`);
+
+  await client.put(Buffer.alloc(8, 1), Buffer.from('after'), 7);
+  t.equal((await client.get(Buffer.alloc(8, 1))).data.toString(), 'after', 'calls are served again');
 });
 
 t.test('an Exist whose keys would hold more than http_body_memory_limit is refused unread', async (t) => {

@@ -53,6 +53,7 @@ t.test('a node.yaml with every key', async (t) => {
     httpBodyMemoryLimit: 512 * MiB,
     httpMaxConnections: 1000,
     grpcMaxConnections: 500,
+    grpcMaxCalls: 4000,
     httpHeadersTimeout: 30 * S,
     httpRequestTimeout: 600 * S,
     minFreeSpace: { bytes: 2 * GiB },
@@ -126,6 +127,7 @@ t.test('defaults of every optional key', async (t) => {
     httpBodyMemoryLimit: 256 * MiB,
     httpMaxConnections: 2048,
     grpcMaxConnections: 1024,
+    grpcMaxCalls: 2048,
     httpHeadersTimeout: 60 * S,
     httpRequestTimeout: 300 * S,
     minFreeSpace: { percent: 1 },
@@ -300,6 +302,7 @@ t.test('top-level values', async (t) => {
   t.same(extra('http_body_memory_limit: 0').lines, ['http_body_memory_limit: must be greater than 0']);
   t.same(extra('http_max_connections: 0').lines, ['http_max_connections: must be at least 1']);
   t.same(extra('grpc_max_connections: 0').lines, ['grpc_max_connections: must be at least 1']);
+  t.same(extra('grpc_max_calls: 0').lines, ['grpc_max_calls: must be at least 1']);
   t.same(extra('http_headers_timeout: 0s').lines, ['http_headers_timeout: must be greater than 0']);
   t.same(extra('http_headers_timeout: 10m').lines, ['http_headers_timeout: must not be longer than http_request_timeout (300s)']);
   t.same(extra('http_request_timeout: 20s\nhttp_headers_timeout: 20s').config.httpRequestTimeout, 20 * S);
