@@ -23,7 +23,7 @@ export class ArrivalDeadline {
   /** `stalled` is called, once per message, with what it says of the message that took more than `limitMs` of reading; the caller ends the stream. */
   constructor(
     private readonly stream: Readable,
-    readonly limitMs: number,
+    private readonly limitMs: number,
     private readonly stalled: (details: string) => void,
   ) {
     stream.on('pause', () => this.stop());
