@@ -85,7 +85,9 @@ export interface NodeMetrics {
   restBodyRefused: Counter;
   /** Peers' batches of operations held, against their own http_body_memory_limit. */
   peerBatchBytes: Gauge;
+  /** gRPC calls open, against grpc_max_calls (../grpc/call-limit.ts). */
   grpcOpenCalls: Gauge;
+  /** gRPC calls refused before they ran: past grpc_max_calls, or their request too slow. */
   grpcCallsRefused: Counter<'reason'>;
 }
 
