@@ -86,12 +86,11 @@ t.test('calls past grpc_max_calls are refused at once; a request that stalls end
   await client.ping();
   const before = peakRss(pid);
   // Unary Puts on 4 connections, each sending 30,000 bytes of a message of 60,000 and no more.
-  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://${address}`));
+  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://${address}`).on('error', () => undefined));
   t.teardown(() => sessions.forEach((s) => s.destroy()));
   const started = Date.now();
   const calls = sessions.flatMap((session) =>
     Array.from({ length: MAX / 2 }, () => {
-      session.on('error', () => undefined);
       const stream = session.request({ ':method': 'POST', ':path': '/bob_storage.BobApi/Put', 'content-type': 'application/grpc', te: 'trailers' });
       stream.on('error', () => undefined);
       const prefix = Buffer.alloc(5);
