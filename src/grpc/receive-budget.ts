@@ -7,13 +7,13 @@
 // HTTP/2 stream stays paused, and flow control holds the client back after
 // one window (64 KiB). The room is given back when the call ends. A message
 // that finds no room within the budget's wait is refused with
-// RESOURCE_EXHAUSTED, unread; one that does not arrive whole within
-// `receiveTimeoutMs` of being let in (http_request_timeout) ends its call
-// with DEADLINE_EXCEEDED, so that a client that stalls mid-message does not
-// keep its room. A call with a stream of requests (Replicas.Operations) has
-// each of its messages let in so as well (./message-rooms.ts), for as long as
-// the call lasts, and each must arrive within http_request_timeout of its
-// stream being read (./arrival-deadline.ts).
+// RESOURCE_EXHAUSTED, unread; a client that stalls mid-message keeps its
+// room only until its call's request is due (http_request_timeout from the
+// call's start, ./call-limit.ts). A call with a stream of requests
+// (Replicas.Operations) has each of its messages let in so as well
+// (./message-rooms.ts), for as long as the call lasts, and each must arrive
+// within `receiveTimeoutMs` (http_request_timeout) of its stream being read
+// (./arrival-deadline.ts).
 //
 // An Exist holds far more than its message while it runs: each key becomes
 // objects of its own (decoded, grouped by vdisk, answered), about 30 times
@@ -43,7 +43,7 @@ export function receiveWithinBudget(budgets: ReceiveBudgets, receiveTimeoutMs: n
     // grpc-js's own call at the end of the chain holds the stream; it keeps it paused until the call asks to read.
     const stream = callStream(call);
     if (method.requestStream && stream !== undefined) return new GatedStreamCall(call, stream, budgets.batches, receiveTimeoutMs);
-    if (stream !== undefined) gate(stream, call, budgets.messages, receiveTimeoutMs, method.path === EXIST_PATH ? EXIST_COST : 1);
+    if (stream !== undefined) gate(stream, call, budgets.messages, method.path === EXIST_PATH ? EXIST_COST : 1);
     // grpc-js passes each interceptor's call on through the interface alone:
     // the call itself, without a layer that forwards every event, costs nothing more per call.
     return call as grpc.ServerInterceptingCall;
@@ -106,7 +106,7 @@ export function streamRooms(call: object): MessageRooms | null {
 // room on (`cost` per byte of the message), keeps the stream paused until
 // the budget has that room. The room goes back as the stream closes, the
 // call over.
-function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, budget: BodyBudget, receiveTimeoutMs: number, cost: number): void {
+function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, budget: BodyBudget, cost: number): void {
   firstMessageLength(stream, (size) => {
     const room = size * cost;
     if (room < SMALL_BODY) return;
@@ -125,16 +125,7 @@ function gate(stream: Http2Stream, call: grpc.ServerInterceptingCallInterface, b
         endCall(stream, call, grpc.status.RESOURCE_EXHAUSTED, budget.refusal);
         return;
       }
-      // The whole message is in once the client has sent all it will (a unary call sends one).
-      const timer = setTimeout(
-        () => endCall(stream, call, grpc.status.DEADLINE_EXCEEDED, `the request message of ${size} bytes did not arrive within http_request_timeout (${receiveTimeoutMs} ms)`),
-        receiveTimeoutMs,
-      );
-      stream.once('end', () => clearTimeout(timer));
-      stream.once('close', () => {
-        clearTimeout(timer);
-        budget.give(room);
-      });
+      stream.once('close', () => budget.give(room));
       stream.resume();
     });
   });

@@ -316,8 +316,9 @@ export const MAX_CONCURRENT_CALLS = 256;
  * port (src/link/port.ts) hands it its connections. `maxMessageBytes`: the
  * largest request message accepted (a value plus its envelope); calls are
  * let in within `calls` (call-limit.ts), their messages read within
- * `budgets.messages`, each within `receiveTimeoutMs`, and peers' batches of
- * operations within `budgets.batches` (receive-budget.ts).
+ * `budgets.messages`, and peers' batches of operations within
+ * `budgets.batches`, each within `receiveTimeoutMs` of being read
+ * (receive-budget.ts).
  */
 export function createGrpcServer(
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
