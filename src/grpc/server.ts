@@ -95,7 +95,7 @@ const UNDECODABLE = Symbol('undecodable request');
 type Undecodable = { [UNDECODABLE]: string };
 
 /** `decode` that never throws: what it cannot decode comes out marked for `undecodable`. */
-export function tolerant<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T {
+function tolerant<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T {
   return (bytes) => {
     try {
       return decode(bytes);
@@ -146,7 +146,7 @@ export function failureStatus(err: unknown, name: string, log: Logger): Partial<
 }
 
 /** The reason grpc-js could not decode the request, if it could not. */
-export function undecodable(request: unknown): string | undefined {
+function undecodable(request: unknown): string | undefined {
   return (request as Partial<Undecodable> | null)?.[UNDECODABLE];
 }
 
