@@ -782,6 +782,7 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     if (DropBehind::Applies(r.entry.value_size)) drop_behind_.Written(active_->id(), r.entry.offset + hsize, r.entry.value_size);
   }
   if (options_.sync_writes || dirty_bytes_ > options_.max_dirty_bytes_before_sync) {
+    DirtyReset();
     s = drop_behind_.Sync(active_->id(), f);
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped the dirty pages:
@@ -793,7 +794,6 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
                                     "; writes are disabled until the engine is reopened", s.err()));
       return s;
     }
-    dirty_bytes_ = 0;
   }
   displaced_buf_.resize(publish_buf_.size());
   ledger->Announce(LedgerBatch(this, active_.get(), publish_buf_, displaced_buf_));
@@ -823,6 +823,7 @@ Status Engine::ReserveLocked(WriteRequest* req) {
   active_->Reserve(offset + hsize + body);
   std::unique_ptr<PutStream> stream(new PutStream(weak_from_this(), streams_, options_.sync_writes, active_, offset,
                                                   std::string(req->key, k), req->version, req->value_size, flags));
+  stream->dirty_epoch_ = dirty_epoch_.load();
   if (!streams_->Add(stream.get())) {
     // Close has begun: the space stays void (the stream aborts as it goes).
     return Status::Closed("engine is closed");
@@ -838,8 +839,22 @@ bool Engine::StreamWritten(const Blob& blob, uint64_t bytes) {
     return false;  // a sealed blob is synced before its index is written
   }
   if (dirty_bytes_.fetch_add(bytes) + bytes <= options_.max_dirty_bytes_before_sync) return false;
-  dirty_bytes_.store(0);
+  DirtyReset();
   return true;
+}
+
+bool Engine::StreamFinishing(const Blob& blob, uint64_t bytes) {
+  if (!has_active_.load(std::memory_order_acquire) || active_id_.load(std::memory_order_acquire) != blob.id()) {
+    return true;  // the index build's sync comes only after the last stream ends
+  }
+  return StreamWritten(blob, bytes);
+}
+
+void Engine::DirtyReset() {
+  // In this order: a stream that saw the old epoch has its bytes counted
+  // after the reset, or finds the epoch changed at its next count.
+  dirty_bytes_.store(0);
+  dirty_epoch_.fetch_add(1);
 }
 
 void Engine::IndexAfterStreams(const std::shared_ptr<Blob>& blob) {
@@ -907,7 +922,7 @@ Status Engine::CreateActiveBlobLocked() {
   active_ = std::move(blob);
   active_id_.store(id);
   has_active_.store(true);
-  dirty_bytes_ = 0;
+  DirtyReset();
   return Status::OK();
 }
 
@@ -916,7 +931,7 @@ Status Engine::SealActiveLocked(bool build_now) {
   std::shared_ptr<Blob> blob = std::move(active_);
   active_.reset();
   has_active_.store(false);
-  dirty_bytes_ = 0;  // the index build syncs the blob first
+  DirtyReset();  // the index build syncs the blob first
   if (blob->records() == 0 && blob->ClaimIndexBuild()) {
     // (A blob whose only records are streams still open is kept: they end
     // up in its index, which is built as the last of them ends.)

@@ -286,6 +286,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // take the unsynced bytes of the active blob past the limit (the caller
   // syncs).
   bool StreamWritten(const Blob& blob, uint64_t bytes);
+  // The last `bytes` of a streamed record were written into `blob`, with
+  // those of its bytes written before that are no longer counted: true when
+  // the record must be synced before it is acknowledged, as the unsynced
+  // bytes of the active blob pass the limit or `blob` was sealed meanwhile
+  // (its sync waits for the index build, after the last stream ends).
+  bool StreamFinishing(const Blob& blob, uint64_t bytes);
+  // How many times the count of unsynced bytes started again from zero: a
+  // stream's bytes counted before the epoch it last saw are no longer
+  // counted, though the record they belong to is lost whole to a power
+  // failure until its last bytes are synced.
+  uint64_t DirtyEpoch() const { return dirty_epoch_.load(); }
+  // A sync is about to cover every byte counted (or the active blob changed).
+  void DirtyReset();
   // A streamed put's fdatasync failed: the kernel may have dropped dirty
   // pages of records the writer acknowledged since the last good sync, as
   // after a failed sync of its own. Called without the writer's lock (a
@@ -313,6 +326,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::shared_ptr<Blob> active_;
   uint64_t next_blob_id_ = 1;
   std::atomic<uint64_t> dirty_bytes_{0};  // streams add theirs without the writer's lock
+  std::atomic<uint64_t> dirty_epoch_{0};  // DirtyReset calls
   DropBehind drop_behind_;  // large values written, to leave the page cache once synced
   std::atomic<bool> stream_sync_failed_{false};  // StreamSyncFailed was called; the status under build_mu_
   Status stream_sync_error_;

@@ -128,6 +128,7 @@ Status PutStream::WrittenLocked(uint64_t at, uint64_t n) {
   // bytes and at its end, wait for little.
   const bool writeback = DropBehind::Applies(value_size_);
   if (engine != nullptr && writeback) engine->drop_behind_.Written(blob_->id(), at, n);
+  if (engine != nullptr) RecountLocked(*engine);
   const bool sync = engine != nullptr && engine->StreamWritten(*blob_, n);
   if (!writeback && !sync) {
     std::lock_guard<std::mutex> l(flushes_->mu);
@@ -167,6 +168,13 @@ Status PutStream::WrittenLocked(uint64_t at, uint64_t n) {
     flushes->RunOne(run);
   }
   return Status::OK();
+}
+
+void PutStream::RecountLocked(const Engine& engine) {
+  const uint64_t epoch = engine.DirtyEpoch();
+  if (epoch == dirty_epoch_) return;
+  dirty_epoch_ = epoch;
+  uncounted_ = written_;
 }
 
 Status PutStream::WaitFlushesLocked() {
@@ -226,7 +234,8 @@ Status PutStream::Finish() {
   }
   File* f = blob_->file();
   const bool sync_writes = sync_writes_;
-  // The value's syncs so far, done: its unsynced bytes are within the bound.
+  // The value's syncs so far, done: one that failed fails the stream before
+  // its header is written.
   Status s = WaitFlushesLocked();
   if (s.ok() && !blocks_.empty()) {
     IoSlice slice{blocks_.data(), blocks_.size()};
@@ -241,10 +250,16 @@ Status PutStream::Finish() {
   if (s.ok()) s = f->Removed(&removed);
   if (s.ok() && removed) s = Status::IOError("blob " + f->path() + " was removed while in use", ENOENT);
   std::shared_ptr<Engine> engine = engine_.lock();
-  // The header and the block checksums count as well (Append counted the
-  // value); a sync they make due is made here, before the record is published.
+  // The header and the block checksums count as well, and the value's bytes
+  // a sync covered count again: until the header and the rest are synced
+  // too, a power failure takes them all. A sync they make due is made here,
+  // before the record is published.
   if (s.ok()) {
-    const bool due = engine != nullptr && engine->StreamWritten(*blob_, header_size_ + RecordBodySize(flags_, value_size_) - value_size_);
+    bool due = false;
+    if (engine != nullptr) {
+      RecountLocked(*engine);
+      due = engine->StreamFinishing(*blob_, header_size_ + RecordBodySize(flags_, value_size_) - value_size_ + uncounted_);
+    }
     if (due || sync_writes) s = SyncLocked();
   }
   if (!s.ok()) {

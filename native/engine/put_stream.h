@@ -79,7 +79,10 @@ class PutStream {
   // Requires every byte of the value appended (InvalidArgument otherwise).
   // Writes the block checksums and then the header, makes the record
   // durable as a put's would be (sync_writes, max_dirty_bytes_before_sync)
-  // and publishes it: reads return it from now on. Then accounts it against
+  // and publishes it: reads return it from now on. A power failure takes a
+  // record whole unless all of it is synced, so the record counts whole
+  // towards the bound here, the bytes a sync covered during the stream as
+  // well: one larger than the bound is synced whole before Finish returns. Then accounts it against
   // the older records of its key (GarbageLedger: a lookup in the vdisk's
   // blobs, little next to streaming a value). Closed once aborted; after a
   // failure the stream is aborted and the record never appears.
@@ -113,6 +116,10 @@ class PutStream {
   // they make due to the executor (done here if the engine is gone). An
   // error is one that work met before: the stream is to stop.
   Status WrittenLocked(uint64_t at, uint64_t n);
+  // Notes which of the value's bytes the engine's count of unsynced bytes
+  // still holds, before the next `n` are counted with StreamWritten (the
+  // first `uncounted_` are not: a sync began since they were counted).
+  void RecountLocked(const Engine& engine);
   // Waits until the work handed over is done; the first failure it met.
   Status WaitFlushesLocked();
   // Syncs the blob (the large values it covers leave the page cache); a
@@ -142,6 +149,8 @@ class PutStream {
   std::mutex mu_;
   State state_ = State::kOpen;
   uint64_t written_ = 0;
+  uint64_t dirty_epoch_ = 0;  // the engine's DirtyEpoch when the stream last counted bytes
+  uint64_t uncounted_ = 0;    // the value's first bytes, counted before that epoch
   uint32_t record_crc_;      // over the header prefix and the value so far (with blocks: its finished blocks)
   uint32_t block_crc_ = 0;   // of the block being written
   std::vector<char> blocks_;  // block checksums, u32 LE each (kFlagBlocks)
