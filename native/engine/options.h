@@ -22,8 +22,9 @@ struct EngineOptions {
   uint64_t max_blob_size = 1000000000;
   // A new blob is started once the active one holds this many records.
   uint64_t max_data_in_blob = 1000000;
-  // Unsynced bytes of the active blob never exceed this once a write is
-  // acknowledged; crossing it makes the write wait for fdatasync.
+  // Bytes of acknowledged records of the active blob not yet wholly synced
+  // never exceed this; crossing it makes the write wait for fdatasync. A
+  // streamed record counts whole, as a power failure takes it whole.
   uint64_t max_dirty_bytes_before_sync = 10 << 20;
   // Acknowledge a write only after fdatasync; concurrent writes share one.
   bool sync_writes = false;
