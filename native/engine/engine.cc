@@ -782,7 +782,8 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     if (DropBehind::Applies(r.entry.value_size)) drop_behind_.Written(active_->id(), r.entry.offset + hsize, r.entry.value_size);
   }
   if (options_.sync_writes || dirty_bytes_ > options_.max_dirty_bytes_before_sync) {
-    DirtyReset();
+    // Before the sync: records streams count meanwhile may be written after it began.
+    dirty_bytes_ = 0;
     s = drop_behind_.Sync(active_->id(), f);
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped the dirty pages:
@@ -823,7 +824,6 @@ Status Engine::ReserveLocked(WriteRequest* req) {
   active_->Reserve(offset + hsize + body);
   std::unique_ptr<PutStream> stream(new PutStream(weak_from_this(), streams_, options_.sync_writes, active_, offset,
                                                   std::string(req->key, k), req->version, req->value_size, flags));
-  stream->dirty_epoch_ = dirty_epoch_.load();
   if (!streams_->Add(stream.get())) {
     // Close has begun: the space stays void (the stream aborts as it goes).
     return Status::Closed("engine is closed");
@@ -832,29 +832,16 @@ Status Engine::ReserveLocked(WriteRequest* req) {
   return Status::OK();
 }
 
-bool Engine::StreamWritten(const Blob& blob, uint64_t bytes) {
+bool Engine::StreamFinished(const Blob& blob, uint64_t bytes) {
   // Not under the writer's lock, which a writer holds while it takes the
-  // streams' lock (a lost race costs one sync more or less).
+  // streams' lock.
   if (!has_active_.load(std::memory_order_acquire) || active_id_.load(std::memory_order_acquire) != blob.id()) {
-    return false;  // a sealed blob is synced before its index is written
+    return true;
   }
   if (dirty_bytes_.fetch_add(bytes) + bytes <= options_.max_dirty_bytes_before_sync) return false;
-  DirtyReset();
-  return true;
-}
-
-bool Engine::StreamFinishing(const Blob& blob, uint64_t bytes) {
-  if (!has_active_.load(std::memory_order_acquire) || active_id_.load(std::memory_order_acquire) != blob.id()) {
-    return true;  // the index build's sync comes only after the last stream ends
-  }
-  return StreamWritten(blob, bytes);
-}
-
-void Engine::DirtyReset() {
-  // In this order: a stream that saw the old epoch has its bytes counted
-  // after the reset, or finds the epoch changed at its next count.
+  // The stream's sync covers every record counted: all were written before.
   dirty_bytes_.store(0);
-  dirty_epoch_.fetch_add(1);
+  return true;
 }
 
 void Engine::IndexAfterStreams(const std::shared_ptr<Blob>& blob) {
@@ -922,7 +909,7 @@ Status Engine::CreateActiveBlobLocked() {
   active_ = std::move(blob);
   active_id_.store(id);
   has_active_.store(true);
-  DirtyReset();
+  dirty_bytes_ = 0;
   return Status::OK();
 }
 
@@ -931,7 +918,7 @@ Status Engine::SealActiveLocked(bool build_now) {
   std::shared_ptr<Blob> blob = std::move(active_);
   active_.reset();
   has_active_.store(false);
-  DirtyReset();  // the index build syncs the blob first
+  dirty_bytes_ = 0;  // the index build syncs the blob first
   if (blob->records() == 0 && blob->ClaimIndexBuild()) {
     // (A blob whose only records are streams still open is kept: they end
     // up in its index, which is built as the last of them ends.)

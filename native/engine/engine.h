@@ -282,24 +282,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void SetWriteError(const Status& s);
 
   // ---- For PutStream.
-  // `bytes` of a streamed record were written into `blob`: true when they
-  // take the unsynced bytes of the active blob past the limit (the caller
-  // syncs).
-  bool StreamWritten(const Blob& blob, uint64_t bytes);
-  // The last `bytes` of a streamed record were written into `blob`, with
-  // those of its bytes written before that are no longer counted: true when
-  // the record must be synced before it is acknowledged, as the unsynced
-  // bytes of the active blob pass the limit or `blob` was sealed meanwhile
-  // (its sync waits for the index build, after the last stream ends).
-  bool StreamFinishing(const Blob& blob, uint64_t bytes);
-  // How many times the count of unsynced bytes started again from zero: a
-  // stream's bytes counted before the epoch it last saw are no longer
-  // counted, though the record they belong to is lost whole to a power
-  // failure until its last bytes are synced.
-  uint64_t DirtyEpoch() const { return dirty_epoch_.load(); }
-  // A sync is about to cover every byte counted (or the active blob changed).
-  void DirtyReset();
-  // A streamed put's fdatasync failed: the kernel may have dropped dirty
+  // A streamed record of `bytes` in `blob`, all of it written, is about to
+  // be acknowledged: true when it must be synced first, as it takes the
+  // acknowledged bytes of the active blob not yet synced past the limit, or
+  // as `blob` was sealed meanwhile (its sync waits for its index build,
+  // which starts only after its last stream ends).
+  bool StreamFinished(const Blob& blob, uint64_t bytes);
+  // A streamed put's fdatasync or write-back failed: the kernel may have dropped dirty
   // pages of records the writer acknowledged since the last good sync, as
   // after a failed sync of its own. Called without the writer's lock (a
   // stream holds its own, which the writer may take under it); the writer
@@ -325,8 +314,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::mutex write_mu_;
   std::shared_ptr<Blob> active_;
   uint64_t next_blob_id_ = 1;
-  std::atomic<uint64_t> dirty_bytes_{0};  // streams add theirs without the writer's lock
-  std::atomic<uint64_t> dirty_epoch_{0};  // DirtyReset calls
+  // Bytes of the active blob's acknowledged records written since the
+  // last sync began; streams add theirs, as they finish, without the
+  // writer's lock.
+  std::atomic<uint64_t> dirty_bytes_{0};
   DropBehind drop_behind_;  // large values written, to leave the page cache once synced
   std::atomic<bool> stream_sync_failed_{false};  // StreamSyncFailed was called; the status under build_mu_
   Status stream_sync_error_;

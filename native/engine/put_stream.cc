@@ -24,7 +24,7 @@ struct PutStream::Flushes {
   std::condition_variable done;
   std::deque<std::function<void()>> queued;  // handed over, not yet taken
   int unfinished = 0;                         // queued or running
-  bool syncing = false;                       // one of them syncs
+  bool writing_back = false;                  // one of them waits for the device
   Status failure;                             // the first one met
 
   // Runs queued work until `finished` holds, waiting only for work that
@@ -89,6 +89,7 @@ PutStream::PutStream(std::weak_ptr<Engine> engine, std::shared_ptr<OpenStreams> 
       value_size_(value_size),
       flags_(flags),
       header_size_(RecordHeaderSize(kBlobFormatVersion, key_.size())),
+      written_back_to_(offset_ + header_size_),
       flushes_(std::make_shared<Flushes>()) {
   std::string header(header_size_, '\0');
   EncodeRecordHeaderWithCrc(flags_, offset_, version_, key_.data(), key_.size(), static_cast<uint32_t>(value_size_),
@@ -122,39 +123,39 @@ Status PutStream::Append(const IoSlice* pieces, int count) {
 }
 
 Status PutStream::WrittenLocked(uint64_t at, uint64_t n) {
-  std::shared_ptr<Engine> engine = engine_.lock();
-  // A large value's pieces go to the device as they are written, so that
-  // the syncs that make it durable, due every max_dirty_bytes_before_sync
-  // bytes and at its end, wait for little.
-  const bool writeback = DropBehind::Applies(value_size_);
-  if (engine != nullptr && writeback) engine->drop_behind_.Written(blob_->id(), at, n);
-  if (engine != nullptr) RecountLocked(*engine);
-  const bool sync = engine != nullptr && engine->StreamWritten(*blob_, n);
-  if (!writeback && !sync) {
+  if (!DropBehind::Applies(value_size_)) {
     std::lock_guard<std::mutex> l(flushes_->mu);
     return flushes_->failure;
   }
+  // A large value's pieces go to the device as they are written, and every
+  // max_dirty_bytes_before_sync bytes the stream waits for the device to
+  // have them: the pages it wrote are let go of as it goes, and the sync
+  // at its end (Finish) waits for little.
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (engine != nullptr) engine->drop_behind_.Written(blob_->id(), at, n);
+  const bool write_back =
+      engine != nullptr && at + n - written_back_to_ >= engine->options_.max_dirty_bytes_before_sync;
+  const uint64_t from = written_back_to_;
+  if (write_back) written_back_to_ = at + n;
   std::shared_ptr<Flushes> flushes = flushes_;
   std::unique_lock<std::mutex> l(flushes->mu);
-  // One sync at a time: the stream's unsynced bytes stay within about twice the bound.
-  if (sync) flushes->Await(l, [&flushes] { return !flushes->syncing; });
+  // One write-back at a time: the stream's bytes not yet on the device stay
+  // within about twice the bound.
+  if (write_back) flushes->Await(l, [&flushes] { return !flushes->writing_back; });
   if (!flushes->failure.ok()) return flushes->failure;
   flushes->unfinished++;
-  if (sync) flushes->syncing = true;
-  // Both take a system call each, the sync a wait for the device: the next
-  // piece is written meanwhile rather than after them. The work runs under
-  // RunOne, whose caller keeps `f` alive.
-  flushes->queued.push_back([f = flushes.get(), blob = blob_, weak = engine_, at, n, writeback, sync] {
-    if (writeback) blob->file()->StartWriteback(at, n);
+  if (write_back) flushes->writing_back = true;
+  // Both take a system call each, the write-back a wait for the device: the
+  // next piece is written meanwhile rather than after them. The work runs
+  // under RunOne, whose caller keeps `f` alive.
+  flushes->queued.push_back([f = flushes.get(), blob = blob_, weak = engine_, at, n, from, write_back] {
+    blob->file()->StartWriteback(at, n);
     Status s;
-    if (sync) {
-      std::shared_ptr<Engine> e = weak.lock();
-      s = e == nullptr ? blob->file()->Sync() : SyncBlob(e.get(), blob.get());
-    }
+    if (write_back) s = WriteBackBlob(weak, blob.get(), from, at + n - from);
     std::lock_guard<std::mutex> done(f->mu);
     if (f->failure.ok()) f->failure = s;
     f->unfinished--;
-    if (sync) f->syncing = false;
+    if (write_back) f->writing_back = false;
     f->done.notify_all();
   });
   l.unlock();
@@ -170,13 +171,6 @@ Status PutStream::WrittenLocked(uint64_t at, uint64_t n) {
   return Status::OK();
 }
 
-void PutStream::RecountLocked(const Engine& engine) {
-  const uint64_t epoch = engine.DirtyEpoch();
-  if (epoch == dirty_epoch_) return;
-  dirty_epoch_ = epoch;
-  uncounted_ = written_;
-}
-
 Status PutStream::WaitFlushesLocked() {
   Flushes& f = *flushes_;
   std::unique_lock<std::mutex> l(f.mu);
@@ -184,16 +178,26 @@ Status PutStream::WaitFlushesLocked() {
   return f.failure;
 }
 
+Status PutStream::WriteBackBlob(const std::weak_ptr<Engine>& weak, Blob* blob, uint64_t from, uint64_t n) {
+  std::shared_ptr<Engine> engine = weak.lock();
+  if (engine == nullptr) return blob->file()->WriteBack(from, n);
+  Status s = engine->drop_behind_.WriteBack(blob->id(), blob->file(), from, n);
+  if (!s.ok()) {
+    // The kernel may have dropped pages it failed to write, and a later
+    // fdatasync need not report that again.
+    engine->StreamSyncFailed(Status::IOError("writeback (sync_file_range) failed on " + blob->file()->path() +
+                                             " (a streamed put); writes are disabled until the engine is reopened",
+                                             s.err()));
+  }
+  return s;
+}
+
 Status PutStream::SyncLocked() {
   std::shared_ptr<Engine> engine = engine_.lock();
   if (engine == nullptr) return blob_->file()->Sync();
-  return SyncBlob(engine.get(), blob_.get());
-}
-
-Status PutStream::SyncBlob(Engine* engine, Blob* blob) {
-  Status s = engine->drop_behind_.Sync(blob->id(), blob->file());
+  Status s = engine->drop_behind_.Sync(blob_->id(), blob_->file());
   if (!s.ok()) {
-    engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob->file()->path() +
+    engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob_->file()->path() +
                                              " (a streamed put); writes are disabled until the engine is reopened",
                                              s.err()));
   }
@@ -250,16 +254,11 @@ Status PutStream::Finish() {
   if (s.ok()) s = f->Removed(&removed);
   if (s.ok() && removed) s = Status::IOError("blob " + f->path() + " was removed while in use", ENOENT);
   std::shared_ptr<Engine> engine = engine_.lock();
-  // The header and the block checksums count as well, and the value's bytes
-  // a sync covered count again: until the header and the rest are synced
-  // too, a power failure takes them all. A sync they make due is made here,
-  // before the record is published.
+  // The record counts whole, now that it is to be acknowledged: a power
+  // failure takes all of it unless all of it is synced. A sync it makes due
+  // is made here, before the record is published.
   if (s.ok()) {
-    bool due = false;
-    if (engine != nullptr) {
-      RecountLocked(*engine);
-      due = engine->StreamFinishing(*blob_, header_size_ + RecordBodySize(flags_, value_size_) - value_size_ + uncounted_);
-    }
+    const bool due = engine != nullptr && engine->StreamFinished(*blob_, header_size_ + RecordBodySize(flags_, value_size_));
     if (due || sync_writes) s = SyncLocked();
   }
   if (!s.ok()) {

@@ -61,14 +61,17 @@ class PutStream {
   // order). InvalidArgument for more bytes than value_size (nothing is
   // written); Closed once the stream was aborted (by Abort, or by the
   // engine closing); IOError as a write fails (the stream is then aborted).
-  // The bytes count towards the engine's max_dirty_bytes_before_sync as they
-  // are written: past it, the blob is synced, so that a long value is made
-  // durable (and its pages let go of, DropBehind) as it goes. That sync, and
-  // the writeback each piece of a large value starts, run on the engine's
-  // executor beside the next appends; an Append that makes a sync due while
-  // another runs waits for that one, so the stream's unsynced bytes stay
-  // within about twice the bound. A failure of that work fails the next
-  // call (Append or Finish), which aborts the stream.
+  // Each piece of a large value (DropBehind::Applies) is handed to the
+  // device as it is written, and every max_dirty_bytes_before_sync bytes of
+  // it the stream waits until the device has them (File::WriteBack), so
+  // that its pages are let go of as it goes (DropBehind) and a long value
+  // never piles up in the page cache: this paces the stream to the device.
+  // Nothing is durable before Finish. That work runs on the engine's
+  // executor beside the next appends; an Append that makes a write-back due
+  // while another runs waits for that one, so the stream's bytes not yet on
+  // the device stay within about twice the bound. A failure of that work
+  // fails the next call (Append or Finish), which aborts the stream, and
+  // disables the engine's writes as a failed sync does.
   Status Append(const IoSlice* pieces, int count);
   // Append of one piece of n bytes.
   Status Append(const char* data, size_t n) {
@@ -81,8 +84,8 @@ class PutStream {
   // durable as a put's would be (sync_writes, max_dirty_bytes_before_sync)
   // and publishes it: reads return it from now on. A power failure takes a
   // record whole unless all of it is synced, so the record counts whole
-  // towards the bound here, the bytes a sync covered during the stream as
-  // well: one larger than the bound is synced whole before Finish returns. Then accounts it against
+  // towards the bound here, as a batch's records do when written: one larger
+  // than the bound is synced before Finish returns. Then accounts it against
   // the older records of its key (GarbageLedger: a lookup in the vdisk's
   // blobs, little next to streaming a value). Closed once aborted; after a
   // failure the stream is aborted and the record never appears.
@@ -111,23 +114,21 @@ class PutStream {
   // Work handed to the executor by Append, shared with its tasks (which may
   // outlive the stream).
   struct Flushes;
-  // Counts the value's `n` bytes just written at `at` towards the engine's
-  // dirty bytes and hands their writeback (a large value's) and the sync
-  // they make due to the executor (done here if the engine is gone). An
-  // error is one that work met before: the stream is to stop.
+  // Hands the writeback of the value's `n` bytes just written at `at` (a
+  // large value's) and the write-back they make due to the executor (done
+  // here if the engine is gone). An error is one that work met before: the
+  // stream is to stop.
   Status WrittenLocked(uint64_t at, uint64_t n);
-  // Notes which of the value's bytes the engine's count of unsynced bytes
-  // still holds, before the next `n` are counted with StreamWritten (the
-  // first `uncounted_` are not: a sync began since they were counted).
-  void RecountLocked(const Engine& engine);
   // Waits until the work handed over is done; the first failure it met.
   Status WaitFlushesLocked();
+  // Waits until the device has bytes [from, from + n) of `blob` of
+  // `engine` (or of `blob` alone, the engine gone), from any thread; a
+  // failure disables the engine's writes as a failed sync does.
+  static Status WriteBackBlob(const std::weak_ptr<Engine>& engine, Blob* blob, uint64_t from, uint64_t n);
   // Syncs the blob (the large values it covers leave the page cache); a
   // failure disables the engine's writes as the writer's own failed sync
   // does (Engine::StreamSyncFailed).
   Status SyncLocked();
-  // SyncLocked's work for `blob` of `engine`, from any thread.
-  static Status SyncBlob(Engine* engine, Blob* blob);
   Status WriteHeaderLocked();
   void AbortLocked();
   // Aborts without writing anything (the engine is gone, as in a crash).
@@ -149,8 +150,7 @@ class PutStream {
   std::mutex mu_;
   State state_ = State::kOpen;
   uint64_t written_ = 0;
-  uint64_t dirty_epoch_ = 0;  // the engine's DirtyEpoch when the stream last counted bytes
-  uint64_t uncounted_ = 0;    // the value's first bytes, counted before that epoch
+  uint64_t written_back_to_;  // offset in the blob up to which a write-back was handed over
   uint32_t record_crc_;      // over the header prefix and the value so far (with blocks: its finished blocks)
   uint32_t block_crc_ = 0;   // of the block being written
   std::vector<char> blocks_;  // block checksums, u32 LE each (kFlagBlocks)

@@ -193,11 +193,12 @@ TEST(Fault, FailedSyncPoisonsWrites) {
   model.Verify(db.get());
 }
 
-// A streamed put whose sync fails is aborted, and, as after the writer's own
-// failed sync, every later write fails until the engine is reopened: the
-// kernel may have dropped pages of records acknowledged since the last good
-// sync. What was acknowledged before that sync stays readable. The sync runs
-// beside the appends: its failure fails the next call, Append or Finish.
+// A streamed put whose write-back fails is aborted, and, as after the
+// writer's own failed sync, every later write fails until the engine is
+// reopened: the kernel may have dropped pages of records acknowledged since
+// the last good sync, and the next sync need not say so. What was
+// acknowledged before stays readable. The write-back runs beside the
+// appends: its failure fails the next call, Append or Finish.
 TEST(Fault, FailedStreamSyncDisablesWrites) {
   FaultInjectingFileSystem fs;
   TestEngine db(PartitionDir());
@@ -210,13 +211,14 @@ TEST(Fault, FailedStreamSyncDisablesWrites) {
   std::unique_ptr<PutStream> stream;
   ASSERT_OK(test::BeginStream(db.get(), Key(50), test::Ts(2), value.size(), &stream));
   fs.FailSyncs(true);
-  // Past max_dirty_bytes_before_sync the append hands over a sync, which
-  // fails; the next append, due to sync as well, waits for it and fails.
+  // Past max_dirty_bytes_before_sync the append hands over a write-back,
+  // which fails; the next append, due to write back as well, waits for it
+  // and fails.
   ASSERT_OK(stream->Append(value.data(), 150000));
   ASSERT_STATUS(kIOError, stream->Append(value.data() + 150000, 150000));
   ASSERT_STATUS(kClosed, stream->Finish());
   fs.ClearFaults();
-  ASSERT_TRUE(db->Stats().write_error.find("fdatasync") != std::string::npos) << db->Stats().write_error;
+  ASSERT_TRUE(db->Stats().write_error.find("writeback") != std::string::npos) << db->Stats().write_error;
   ASSERT_STATUS(kIOError, test::Put(db.get(), Key(101), 1, "refused"));
   ASSERT_EQ(Read(db.get(), Key(50)), "NOT_FOUND");
   model.Verify(db.get());
@@ -229,7 +231,7 @@ TEST(Fault, FailedStreamSyncDisablesWrites) {
   WriteEach(db.get(), Puts(10, 20), &model);
   model.Verify(db.get());
 
-  // A sync handed over by the last append fails Finish: the record is never published.
+  // A write-back handed over by the last append fails Finish: the record is never published.
   ASSERT_OK(test::BeginStream(db.get(), Key(51), test::Ts(3), value.size(), &stream));
   fs.FailSyncs(true);
   ASSERT_OK(stream->Append(value.data(), value.size()));

@@ -112,6 +112,13 @@ class FaultInjectingFileSystem::FaultFile final : public File {
     fs_->NoteCacheHint(CacheHint{CacheHint::kWriteback, path(), offset, n});
     base_->StartWriteback(offset, n);
   }
+  Status WriteBack(uint64_t offset, uint64_t n) override {
+    fs_->NoteCacheHint(CacheHint{CacheHint::kWrittenBack, path(), offset, n});
+    if (fs_->ShouldFailWriteBack()) return Status::IOError("injected writeback fault in " + path(), EIO);
+    if (fs_->PowerIsCut()) return fs_->PowerCutError("sync_file_range " + path());
+    // Makes nothing durable: what a power loss leaves is unchanged.
+    return state_ == nullptr ? base_->WriteBack(offset, n) : Status::OK();
+  }
   void DropCache(uint64_t offset, uint64_t n) const override {
     fs_->NoteCacheHint(CacheHint{CacheHint::kDrop, path(), offset, n});
     base_->DropCache(offset, n);
@@ -283,6 +290,11 @@ bool FaultInjectingFileSystem::ShouldFailSync(std::chrono::microseconds* delay) 
   std::lock_guard<std::mutex> l(mu_);
   syncs_++;
   *delay = sync_delay_;
+  return fail_syncs_;
+}
+
+bool FaultInjectingFileSystem::ShouldFailWriteBack() {
+  std::lock_guard<std::mutex> l(mu_);
   return fail_syncs_;
 }
 

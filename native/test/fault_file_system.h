@@ -32,7 +32,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // fail with EIO. A failing write first really writes the leading
   // `partial_bytes` of its data (a torn write), or nothing if 0.
   void FailWritesFrom(uint64_t n, size_t partial_bytes = 0);
-  void FailSyncs(bool fail);      // File::Sync -> EIO
+  void FailSyncs(bool fail);      // File::Sync and File::WriteBack -> EIO
   void FailReads(bool fail);      // File::Read, ReadV and SendTo -> EIO
   void FailTruncates(bool fail);  // File::Truncate -> EIO
   void FailRenames(bool fail);    // Rename -> EIO
@@ -50,10 +50,11 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t no_wait_reads() const;  // File::ReadNoWait calls
   uint64_t read_bytes() const;     // bytes asked of File::Read and ReadV
   // The page-cache hints files were given (File::DropCache,
-  // File::StartWriteback), each passed on to the real file; those of one
-  // kind, in order. A writeback hint makes nothing durable here either.
+  // File::StartWriteback) and their File::WriteBack calls, failed ones
+  // included, each passed on to the real file; those of one kind, in order.
+  // Neither makes anything durable here either.
   struct CacheHint {
-    enum Kind { kDrop, kWriteback } kind;
+    enum Kind { kDrop, kWriteback, kWrittenBack } kind;
     std::string path;
     uint64_t offset;
     uint64_t n;
@@ -142,6 +143,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // Counts a write; true if it must fail, with *partial the bytes to write first.
   bool ShouldFailWrite(size_t* partial);
   bool ShouldFailSync(std::chrono::microseconds* delay);
+  bool ShouldFailWriteBack();
   bool ShouldFailRead();
   // Counts a File::Read or ReadV of n bytes; whether it fails.
   bool ShouldFailReadOf(uint64_t n);

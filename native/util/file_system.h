@@ -58,6 +58,13 @@ class File {
   // waiting, so that the sync finds less to do. Makes nothing durable. No
   // effect by default.
   virtual void StartWriteback(uint64_t offset, uint64_t n) const {}
+  // Writes the dirty pages of bytes [offset, offset + n) to the device and
+  // waits for them, and for writes of them already under way: the pages are
+  // clean after, and DropCache lets them go. Makes nothing durable (neither
+  // the file's size and blocks nor the device's cache: Sync does). An error
+  // is a failed write of the file's data, as Sync's would be, and Sync may
+  // not report it again. By default Sync's.
+  virtual Status WriteBack(uint64_t offset, uint64_t n) { return Sync(); }
   // Sends bytes [offset, offset + n) of the file to out_fd, a socket in
   // non-blocking mode, straight from the page cache (sendfile: no copy
   // through user memory). *sent: the bytes sent, from offset on. OK with

@@ -170,6 +170,15 @@ class PosixFile final : public File {
     ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), SYNC_FILE_RANGE_WRITE);
   }
 
+  Status WriteBack(uint64_t offset, uint64_t n) override {
+    if (read_only_) return ReadOnly();
+    if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n),
+                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+      return PosixError("sync_file_range " + path_, errno);
+    }
+    return Status::OK();
+  }
+
   Status SendTo(uint64_t offset, size_t n, int out_fd, size_t* sent) const override {
     *sent = 0;
     while (*sent < n) {
