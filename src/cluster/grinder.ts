@@ -32,7 +32,7 @@ import { mapAnswer, MaybePromise } from '../model/maybe-promise';
 import { NodeStore } from '../store/node-store';
 import { Gathering } from './gathering';
 import { ExistAnswer, NodeApi } from '../model/node-api';
-import { ReadRepair } from './read-repair';
+import { ReadRepair, RepairSource } from './read-repair';
 import { SupportNodes } from './support-nodes';
 import { Topology } from '../model/topology';
 
@@ -270,9 +270,11 @@ export class Grinder implements DataApi {
     );
     const aliensHere: Promise<StoredRecord | OpenedValue | null> | null = localAliens ? Promise.resolve(this.parts.local.get(key, 'alien', open)).catch(() => null) : null;
     // Records fetched besides the replicas' answers: alien copies found on
-    // other nodes, once asked, and bob peers' records, with the node that
-    // holds a bob peer's (read repair reads a large value from it again).
-    const elsewhere = new Map<StoredRecord | OpenedValue, string | null>();
+    // other nodes, once asked, and bob peers' records.
+    const elsewhere = new Set<StoredRecord | OpenedValue>();
+    // Where the records besides the replicas' answers came from, alien
+    // copies here included: read repair reads a large value from there again.
+    const sources = new Map<StoredRecord | OpenedValue, RepairSource>();
     let record: StoredRecord | OpenedValue | null = null;
     const closeUnless = (r: ReplicaAnswer) => {
       if (isOpened(r) && r !== record) r.reader.close();
@@ -280,15 +282,15 @@ export class Grinder implements DataApi {
     try {
       await replicas.until(this.readQuorum(vdisk, up));
       if (replicas.answeredWeight === 0) throw this.unanswered('get', vdisk, replicas.failures(), targets.length - up.length);
-      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere, elsewhere, open);
+      record = await this.newest(key, primary, up.length < targets.length, replicas, aliensHere, elsewhere, sources, open);
     } finally {
       // Opened values that are not the answer are closed, and once every
       // replica answered read repair looks at every answer, the slow ones too.
       void aliensHere?.then(closeUnless);
-      for (const r of elsewhere.keys()) closeUnless(r);
+      for (const r of elsewhere) closeUnless(r);
       const settled = () => {
         for (const a of replicas.answers()) closeUnless(a.value);
-        if (record !== null) this.repairStale(key, record, replicas, elsewhere.get(record) ?? undefined);
+        if (record !== null) this.repairStale(key, record, replicas, sources.get(record));
       };
       if (replicas.complete) settled();
       else void replicas.all().then(settled);
@@ -304,25 +306,34 @@ export class Grinder implements DataApi {
     missing: boolean,
     replicas: Gathering<ReplicaAnswer>,
     aliensHere: Promise<StoredRecord | OpenedValue | null> | null,
-    elsewhere: Map<StoredRecord | OpenedValue, string | null>,
+    elsewhere: Set<StoredRecord | OpenedValue>,
+    sources: Map<StoredRecord | OpenedValue, RepairSource>,
     open: boolean,
   ): Promise<StoredRecord | OpenedValue | null> {
     // Records in hand first: of equal versions, the one with its value is kept.
     const answers = replicas.answers();
-    let newest: ReplicaAnswer = aliensHere ? await aliensHere : null;
+    const here = aliensHere ? await aliensHere : null;
+    if (here !== null) sources.set(here, { node: this.topology.self.name, store: 'alien' });
+    let newest: ReplicaAnswer = here;
     for (const a of answers) if (a.node === primary) newest = newerAnswer(newest, a.value);
     for (const a of answers) if (a.node !== primary) newest = newerAnswer(newest, a.value);
     // A replica misses a write only when it failed, and then an alien copy exists.
     if (this.parts.policy === 'quorum' && (missing || replicas.failures().length > 0 || newest === null)) {
-      for (const r of await this.aliensElsewhere(key, open)) elsewhere.set(r, null);
-      for (const r of elsewhere.keys()) newest = newerAnswer(r, newest);
+      for (const { node, record } of await this.aliensElsewhere(key, open)) {
+        elsewhere.add(record);
+        sources.set(record, { node, store: 'alien' });
+        newest = newerAnswer(record, newest);
+      }
     }
     // Answers of bob peers carry no version: their records are fetched (and
     // closed with the alien copies unless one is the answer).
     for (const a of answers) {
       if (a.value === null || a.value.version !== null) continue;
       const r = await Promise.resolve(this.node(a.node).get(key, 'normal', open)).catch(() => null);
-      if (r !== null) elsewhere.set(r, a.node);
+      if (r !== null) {
+        elsewhere.add(r);
+        sources.set(r, { node: a.node, store: 'normal' });
+      }
       newest = newerAnswer(r, newest);
     }
     return this.withValue(key, newest, answers, open);
@@ -340,10 +351,10 @@ export class Grinder implements DataApi {
   }
 
   /** The alien copies of key held on the other reachable nodes. */
-  private async aliensElsewhere(key: Buffer, open: boolean): Promise<Array<StoredRecord | OpenedValue>> {
+  private async aliensElsewhere(key: Buffer, open: boolean): Promise<Array<{ node: string; record: StoredRecord | OpenedValue }>> {
     const others = this.otherNodes().filter((n) => this.parts.isAvailable(n));
     const settled = await Promise.allSettled(others.map((n) => this.node(n).get(key, 'alien', open)));
-    return settled.flatMap((s) => (s.status === 'fulfilled' && s.value !== null ? [s.value] : []));
+    return settled.flatMap((s, i) => (s.status === 'fulfilled' && s.value !== null ? [{ node: others[i], record: s.value }] : []));
   }
 
   /**
@@ -375,7 +386,7 @@ export class Grinder implements DataApi {
   }
 
   /** Read repair: the replicas that answered with an older record get the newest. */
-  private repairStale(key: Buffer, record: StoredRecord | OpenedValue, replicas: Gathering<ReplicaAnswer>, fetchedFrom?: string): void {
+  private repairStale(key: Buffer, record: StoredRecord | OpenedValue, replicas: Gathering<ReplicaAnswer>, source?: RepairSource): void {
     const stale = replicas
       .answers()
       .filter((a) => a.value === null || (a.value.version !== null && compareRecords(a.value as KeyState, record) < 0))
@@ -383,9 +394,11 @@ export class Grinder implements DataApi {
     if (stale.length === 0) return;
     if (!isOpened(record)) return this.parts.repair?.schedule(key, record, stale);
     // A value left opened is read again for its repair, from a replica that
-    // reported its version, or the bob peer it was fetched from.
+    // reported its version, or from where it was fetched: an alien copy, a
+    // bob peer.
     const holder = replicas.answers().find((a) => a.value !== null && a.value.version !== null && compareRecords(a.value as KeyState, record) === 0);
-    this.parts.repair?.schedule(key, record, stale, holder?.node ?? fetchedFrom ?? this.topology.self.name);
+    const from: RepairSource = holder ? { node: holder.node, store: 'normal' } : (source ?? { node: this.topology.self.name, store: 'normal' });
+    this.parts.repair?.schedule(key, record, stale, from);
   }
 
   // ----------------------------------------------------------------- EXIST

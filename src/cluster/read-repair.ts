@@ -14,14 +14,20 @@ import { isOpened, OpenedValue } from '../model/value';
 
 export type RepairOutcome = 'repaired' | 'failed' | 'dropped';
 
+/** Where a large value read in parts is read again for its repair: a node's replica, or its alien copy. */
+export interface RepairSource {
+  node: string;
+  store: 'normal' | 'alien';
+}
+
 export interface ReadRepairParts {
   node: (name: string) => NodeApi;
   /**
-   * The newest record of key on node `from` (this node or a peer), a large
+   * The newest record of key in `from` (of this node or a peer), a large
    * value of about `size` bytes read whole, and what gives its memory back;
    * null when it holds none. Rejects when there is no room for it.
    */
-  load: (key: Buffer, from: string, size: number) => Promise<{ record: StoredRecord; give(): void } | null>;
+  load: (key: Buffer, from: RepairSource, size: number) => Promise<{ record: StoredRecord; give(): void } | null>;
   maxInFlight: number;
   log: Logger;
   onRepair?: (outcome: RepairOutcome) => void;
@@ -33,8 +39,8 @@ export class ReadRepair {
 
   constructor(private readonly parts: ReadRepairParts) {}
 
-  /** Writes `record` (the newest found; opened: read again from node `from`) to `nodes`, which answered with older ones. */
-  schedule(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from?: string): void {
+  /** Writes `record` (the newest found; opened: read again from `from`) to `nodes`, which answered with older ones. */
+  schedule(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from?: RepairSource): void {
     if (nodes.length === 0) return;
     const id = key.toString('latin1');
     if (this.inFlight >= this.parts.maxInFlight || this.keys.has(id)) {
@@ -49,20 +55,21 @@ export class ReadRepair {
     });
   }
 
-  private async repair(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from: string | undefined): Promise<void> {
+  private async repair(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from: RepairSource | undefined): Promise<void> {
     if (!isOpened(record)) {
       await Promise.allSettled(nodes.map((n) => this.write(n, key, record)));
       return;
     }
     let loaded: Awaited<ReturnType<ReadRepairParts['load']>>;
     try {
-      loaded = await this.parts.load(key, from ?? '', record.size);
+      if (from === undefined) throw new Error('no place to read the value from again');
+      loaded = await this.parts.load(key, from, record.size);
       // Older than the record read (its holder lost it since): nothing to repair with.
       if (loaded !== null && compareRecords(loaded.record, record) < 0) {
         loaded.give();
         loaded = null;
       }
-      if (loaded === null) throw new Error(`${from} no longer holds the version read`);
+      if (loaded === null) throw new Error(`${from.node} (${from.store}) no longer holds the version read`);
     } catch (err) {
       for (const name of nodes) this.failed(name, err);
       return;

@@ -278,7 +278,7 @@ export class OysterNode {
             held = false;
           };
           try {
-            const r = await (from === this.topology.self.name ? this.store : this.peers.get(from))?.get(key, 'normal');
+            const r = await (from.node === this.topology.self.name ? this.store : this.peers.get(from.node))?.get(key, from.store);
             if (!r) give();
             return r ? { record: r, give } : null;
           } catch (err) {

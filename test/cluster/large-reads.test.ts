@@ -3,7 +3,7 @@
 // read within the budget (gRPC), as a node holding its only replica does,
 // while the other replica answers for its version; read repair of a large
 // value holds no more than the budget either, and reads it from a replica
-// that holds it. A node that holds no replica of the key passes the value
+// that holds it, or from the alien copy it was found in. A node that holds no replica of the key passes the value
 // on from its peer in parts: its memory stays within the budget, ranges and
 // HEAD are answered as on the holder, and a damaged part ends the answer
 // short; alien copies, read while a replica is down, come the same way.
@@ -24,12 +24,12 @@ const VALUE = 12 * MiB;
 type Node = { proc: OysterProcess; address: string; disk: string };
 
 /** The nodes `names`, both vdisks with a replica on each of `holders`, a 16 MiB budget. */
-async function cluster(t: Test, names: string[], holders: string[], quorum: number): Promise<Node[]> {
+async function cluster(t: Test, names: string[], holders: string[], quorum: number, opts: { checkInterval?: string; extra?: Record<string, unknown> } = {}): Promise<Node[]> {
   const replicas = [0, 1].map(() => holders.map((n) => `${n}/disk1`));
   const files = await writeCluster(
     tempDir(t),
     { nodes: names.map((name) => ({ name })), replicas, keySize: 8 },
-    { quorum, httpMaxBodySize: '64 MiB', extra: { http_body_memory_limit: '16 MiB' } },
+    { quorum, httpMaxBodySize: '64 MiB', checkInterval: opts.checkInterval, extra: { http_body_memory_limit: '16 MiB', ...opts.extra } },
   );
   return Promise.all(
     names.map(async (name) => {
@@ -202,4 +202,25 @@ t.test('read repair of a large value passed on by a node holding no replica', as
   t.ok((await repairedOn(peer, keyBytes(1300, 8)))?.equals(value), "read repair wrote it to n2's replica, byte-exact");
   const metrics = await (await fetch(`${n3.url}/metrics`)).text();
   t.match(metrics, /^oyster_read_repairs_total\{outcome="repaired"\} 1$/m, 'by read repair, from n3');
+});
+
+t.test('read repair of a large value found only in alien copies reads it from them', async (t) => {
+  // Alien hand-off (every check_interval) and anti-entropy kept away: only read repair delivers.
+  const [n1, n2, n3] = await cluster(t, ['n1', 'n2', 'n3'], ['n1', 'n2'], 1, { checkInterval: '60s', extra: { anti_entropy: { enabled: false } } });
+  const clients = [n1, n2, n3].map((n) => new BobClient(n.address, 60_000));
+  t.teardown(() => clients.forEach((c) => c.close()));
+  const [c1, c2, c3] = clients;
+  // Alien copies for both replicas' owners on n3, which holds no replica; the replicas hold nothing.
+  const values = [new Rng(44).bytes(VALUE), new Rng(45).bytes(VALUE)];
+  for (const [i, v] of values.entries()) await c3.put(keyBytes(1400 + i, 8), v, 1_700_000_000, { force_node: true, remote_nodes: ['n1', 'n2'] });
+  for (const c of [c1, c2]) t.equal(codeOf(await c.get(keyBytes(1400, 8), { force_node: true }).catch((e: unknown) => e)), Status.NOT_FOUND, 'a replica misses it');
+  // Read through n3 (its own alien copy) and through n1 (n3's, asked once the replicas hold nothing): large values, read in parts.
+  for (const [i, n] of [n3, n1].entries()) {
+    const got = Buffer.from(await (await fetch(`${n.proc.url}/data/${1400 + i}`)).arrayBuffer());
+    t.ok(got.equals(values[i]), `${n.proc.name} answers it from an alien copy`);
+    for (const c of [c1, c2]) t.ok((await repairedOn(c, keyBytes(1400 + i, 8)))?.equals(values[i]), `read repair through ${n.proc.name} wrote it to a replica, byte-exact`);
+    const metrics = await (await fetch(`${n.proc.url}/metrics`)).text();
+    t.match(metrics, /^oyster_read_repairs_total\{outcome="repaired"\} 2$/m, `both replicas repaired by ${n.proc.name}, read again from the alien copy`);
+    t.notMatch(metrics, /^oyster_read_repairs_total\{outcome="failed"\} [1-9]/m, 'no repair failed');
+  }
 });
