@@ -288,11 +288,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // as `blob` was sealed meanwhile (its sync waits for its index build,
   // which starts only after its last stream ends).
   bool StreamFinished(const Blob& blob, uint64_t bytes);
-  // A streamed put's fdatasync or write-back failed: the kernel may have dropped dirty
-  // pages of records the writer acknowledged since the last good sync, as
-  // after a failed sync of its own. Called without the writer's lock (a
-  // stream holds its own, which the writer may take under it); the writer
-  // adopts `s` as its write error before its next batch.
+  // A streamed put's fdatasync or write-back failed: the kernel may have
+  // dropped dirty pages of records the writer acknowledged since the last
+  // good sync, as after a failed sync of its own. Called without the
+  // writer's lock (a stream holds its own, which the writer may take under
+  // it); the writer adopts `s` as its write error before its next batch.
   void StreamSyncFailed(const Status& s);
   // The last stream on a sealed blob ended: its index can be built now.
   void IndexAfterStreams(const std::shared_ptr<Blob>& blob);
@@ -318,7 +318,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // last sync began; streams add theirs, as they finish, without the
   // writer's lock.
   std::atomic<uint64_t> dirty_bytes_{0};
-  DropBehind drop_behind_;  // large values written, to leave the page cache once synced
+  DropBehind drop_behind_;  // large values written, to leave the page cache once on the device
   std::atomic<bool> stream_sync_failed_{false};  // StreamSyncFailed was called; the status under build_mu_
   Status stream_sync_error_;
   Status write_error_;  // non-OK: every later write fails with it

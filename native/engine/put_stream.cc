@@ -238,8 +238,8 @@ Status PutStream::Finish() {
   }
   File* f = blob_->file();
   const bool sync_writes = sync_writes_;
-  // The value's syncs so far, done: one that failed fails the stream before
-  // its header is written.
+  // The value's write-backs so far, done: one that failed fails the stream
+  // before its header is written.
   Status s = WaitFlushesLocked();
   if (s.ok() && !blocks_.empty()) {
     IoSlice slice{blocks_.data(), blocks_.size()};
