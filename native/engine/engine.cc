@@ -777,14 +777,15 @@ Status Engine::AppendLocked(const std::vector<WriteRequest*>& batch, size_t from
     SetWriteError(s);
     return s;
   }
-  dirty_bytes_ += offset - start;
+  const uint64_t written = offset - start;
+  dirty_bytes_ += written;
   for (const Blob::NewRecord& r : publish_buf_) {
     if (DropBehind::Applies(r.entry.value_size)) drop_behind_.Written(active_->id(), r.entry.offset + hsize, r.entry.value_size);
   }
-  if (options_.sync_writes || dirty_bytes_ > options_.max_dirty_bytes_before_sync) {
-    // Before the sync: records streams count meanwhile may be written after it began.
-    dirty_bytes_ = 0;
+  if (options_.sync_writes || AtRisk() > options_.max_dirty_bytes_before_sync) {
+    const uint64_t acked = SyncBegins(written);
     s = drop_behind_.Sync(active_->id(), f);
+    syncing_bytes_ -= acked;
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped the dirty pages:
       // nothing written since the last good sync can be trusted any more.
@@ -832,16 +833,37 @@ Status Engine::ReserveLocked(WriteRequest* req) {
   return Status::OK();
 }
 
-bool Engine::StreamFinished(const Blob& blob, uint64_t bytes) {
+uint64_t Engine::SyncBegins(uint64_t unacknowledged) {
+  // Every record counted so far was written before the sync begins, so it
+  // covers them; streams that count theirs meanwhile count from zero.
+  const uint64_t counted = dirty_bytes_.exchange(0);
+  const uint64_t acked = counted > unacknowledged ? counted - unacknowledged : 0;
+  syncing_bytes_ += acked;
+  return acked;
+}
+
+Status Engine::FinishStream(Blob* blob, uint64_t bytes, bool sync) {
   // Not under the writer's lock, which a writer holds while it takes the
   // streams' lock.
-  if (!has_active_.load(std::memory_order_acquire) || active_id_.load(std::memory_order_acquire) != blob.id()) {
-    return true;
+  uint64_t acked = 0;
+  if (!has_active_.load(std::memory_order_acquire) || active_id_.load(std::memory_order_acquire) != blob->id()) {
+    sync = true;  // a sealed blob's own sync waits for its index build, after its last stream
+  } else {
+    dirty_bytes_ += bytes;
+    if (sync || AtRisk() > options_.max_dirty_bytes_before_sync) {
+      sync = true;
+      acked = SyncBegins(bytes);
+    }
   }
-  if (dirty_bytes_.fetch_add(bytes) + bytes <= options_.max_dirty_bytes_before_sync) return false;
-  // The stream's sync covers every record counted: all were written before.
-  dirty_bytes_.store(0);
-  return true;
+  if (!sync) return Status::OK();
+  Status s = drop_behind_.Sync(blob->id(), blob->file());
+  syncing_bytes_ -= acked;
+  if (!s.ok()) {
+    StreamSyncFailed(Status::IOError("fdatasync failed on " + blob->file()->path() +
+                                     " (a streamed put); writes are disabled until the engine is reopened",
+                                     s.err()));
+  }
+  return s;
 }
 
 void Engine::IndexAfterStreams(const std::shared_ptr<Blob>& blob) {

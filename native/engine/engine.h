@@ -280,14 +280,24 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status BuildIndex(const std::shared_ptr<Blob>& blob);
   void BackgroundBuild(const std::shared_ptr<Blob>& blob);
   void SetWriteError(const Status& s);
+  // Acknowledged bytes of the active blob a power failure may take now:
+  // those counted since the last sync began, and those syncs still under
+  // way are to cover.
+  uint64_t AtRisk() const { return dirty_bytes_.load() + syncing_bytes_.load(); }
+  // A sync of the active blob begins: the bytes counted so far move to
+  // syncing_bytes_, but for `unacknowledged` of them (the records the sync
+  // is for, acknowledged only after it). Returns the bytes moved, which
+  // the caller takes off syncing_bytes_ once the sync is over.
+  uint64_t SyncBegins(uint64_t unacknowledged);
 
   // ---- For PutStream.
   // A streamed record of `bytes` in `blob`, all of it written, is about to
-  // be acknowledged: true when it must be synced first, as it takes the
-  // acknowledged bytes of the active blob not yet synced past the limit, or
-  // as `blob` was sealed meanwhile (its sync waits for its index build,
-  // which starts only after its last stream ends).
-  bool StreamFinished(const Blob& blob, uint64_t bytes);
+  // be acknowledged: counts it, and syncs the blob first when `sync`, when
+  // that takes the acknowledged bytes at risk past the limit, or when `blob`
+  // was sealed meanwhile (its own sync waits for its index build, which
+  // starts only after its last stream ends). A failed sync disables writes
+  // (StreamSyncFailed) and is returned.
+  Status FinishStream(Blob* blob, uint64_t bytes, bool sync);
   // A streamed put's fdatasync or write-back failed: the kernel may have
   // dropped dirty pages of records the writer acknowledged since the last
   // good sync, as after a failed sync of its own. Called without the
@@ -318,6 +328,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // last sync began; streams add theirs, as they finish, without the
   // writer's lock.
   std::atomic<uint64_t> dirty_bytes_{0};
+  // Bytes of acknowledged records that syncs under way are to cover.
+  std::atomic<uint64_t> syncing_bytes_{0};
   DropBehind drop_behind_;  // large values written, to leave the page cache once on the device
   std::atomic<bool> stream_sync_failed_{false};  // StreamSyncFailed was called; the status under build_mu_
   Status stream_sync_error_;

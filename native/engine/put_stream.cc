@@ -258,8 +258,11 @@ Status PutStream::Finish() {
   // failure takes all of it unless all of it is synced. A sync it makes due
   // is made here, before the record is published.
   if (s.ok()) {
-    const bool due = engine != nullptr && engine->StreamFinished(*blob_, header_size_ + RecordBodySize(flags_, value_size_));
-    if (due || sync_writes) s = SyncLocked();
+    if (engine != nullptr) {
+      s = engine->FinishStream(blob_.get(), header_size_ + RecordBodySize(flags_, value_size_), sync_writes);
+    } else if (sync_writes) {
+      s = SyncLocked();
+    }
   }
   if (!s.ok()) {
     // Void again, so that the record does not appear after a restart either
