@@ -856,8 +856,13 @@ Status Engine::FinishStream(Blob* blob, uint64_t bytes, bool sync) {
     }
   }
   if (!sync) return Status::OK();
-  Status s = drop_behind_.Sync(blob->id(), blob->file());
+  Status s = SyncStreamed(blob);
   syncing_bytes_ -= acked;
+  return s;
+}
+
+Status Engine::SyncStreamed(Blob* blob) {
+  Status s = drop_behind_.Sync(blob->id(), blob->file());
   if (!s.ok()) {
     StreamSyncFailed(Status::IOError("fdatasync failed on " + blob->file()->path() +
                                      " (a streamed put); writes are disabled until the engine is reopened",

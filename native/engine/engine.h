@@ -298,6 +298,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // starts only after its last stream ends). A failed sync disables writes
   // (StreamSyncFailed) and is returned.
   Status FinishStream(Blob* blob, uint64_t bytes, bool sync);
+  // Syncs `blob` for a streamed put (the large values it covers leave the
+  // page cache); a failure disables writes (StreamSyncFailed).
+  Status SyncStreamed(Blob* blob);
   // A streamed put's fdatasync or write-back failed: the kernel may have
   // dropped dirty pages of records the writer acknowledged since the last
   // good sync, as after a failed sync of its own. Called without the

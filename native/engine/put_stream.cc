@@ -194,14 +194,7 @@ Status PutStream::WriteBackBlob(const std::weak_ptr<Engine>& weak, Blob* blob, u
 
 Status PutStream::SyncLocked() {
   std::shared_ptr<Engine> engine = engine_.lock();
-  if (engine == nullptr) return blob_->file()->Sync();
-  Status s = engine->drop_behind_.Sync(blob_->id(), blob_->file());
-  if (!s.ok()) {
-    engine->StreamSyncFailed(Status::IOError("fdatasync failed on " + blob_->file()->path() +
-                                             " (a streamed put); writes are disabled until the engine is reopened",
-                                             s.err()));
-  }
-  return s;
+  return engine == nullptr ? blob_->file()->Sync() : engine->SyncStreamed(blob_.get());
 }
 
 void PutStream::ChecksumLocked(const char* data, size_t n) {

@@ -125,9 +125,8 @@ class PutStream {
   // `engine` (or of `blob` alone, the engine gone), from any thread; a
   // failure disables the engine's writes as a failed sync does.
   static Status WriteBackBlob(const std::weak_ptr<Engine>& engine, Blob* blob, uint64_t from, uint64_t n);
-  // Syncs the blob (the large values it covers leave the page cache); a
-  // failure disables the engine's writes as the writer's own failed sync
-  // does (Engine::StreamSyncFailed).
+  // Syncs the blob (Engine::SyncStreamed), before the header with
+  // sync_writes.
   Status SyncLocked();
   Status WriteHeaderLocked();
   void AbortLocked();
