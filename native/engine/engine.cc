@@ -861,6 +861,18 @@ Status Engine::FinishStream(Blob* blob, uint64_t bytes, bool sync) {
   return s;
 }
 
+Status Engine::WriteBackStreamed(Blob* blob, uint64_t offset, uint64_t n) {
+  Status s = drop_behind_.WriteBack(blob->id(), blob->file(), offset, n);
+  if (!s.ok()) {
+    // The kernel may have dropped pages it failed to write, and a later
+    // fdatasync need not report that again.
+    StreamSyncFailed(Status::IOError("writeback (sync_file_range) failed on " + blob->file()->path() +
+                                     " (a streamed put); writes are disabled until the engine is reopened",
+                                     s.err()));
+  }
+  return s;
+}
+
 Status Engine::SyncStreamed(Blob* blob) {
   Status s = drop_behind_.Sync(blob->id(), blob->file());
   if (!s.ok()) {

@@ -301,6 +301,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Syncs `blob` for a streamed put (the large values it covers leave the
   // page cache); a failure disables writes (StreamSyncFailed).
   Status SyncStreamed(Blob* blob);
+  // Waits until the device has bytes [offset, offset + n) of `blob`, for a
+  // streamed put (File::WriteBack; they leave the page cache as synced
+  // ones do); a failure disables writes as a failed sync does.
+  Status WriteBackStreamed(Blob* blob, uint64_t offset, uint64_t n);
   // A streamed put's fdatasync or write-back failed: the kernel may have
   // dropped dirty pages of records the writer acknowledged since the last
   // good sync, as after a failed sync of its own. Called without the

@@ -180,16 +180,7 @@ Status PutStream::WaitFlushesLocked() {
 
 Status PutStream::WriteBackBlob(const std::weak_ptr<Engine>& weak, Blob* blob, uint64_t from, uint64_t n) {
   std::shared_ptr<Engine> engine = weak.lock();
-  if (engine == nullptr) return blob->file()->WriteBack(from, n);
-  Status s = engine->drop_behind_.WriteBack(blob->id(), blob->file(), from, n);
-  if (!s.ok()) {
-    // The kernel may have dropped pages it failed to write, and a later
-    // fdatasync need not report that again.
-    engine->StreamSyncFailed(Status::IOError("writeback (sync_file_range) failed on " + blob->file()->path() +
-                                             " (a streamed put); writes are disabled until the engine is reopened",
-                                             s.err()));
-  }
-  return s;
+  return engine == nullptr ? blob->file()->WriteBack(from, n) : engine->WriteBackStreamed(blob, from, n);
 }
 
 Status PutStream::SyncLocked() {

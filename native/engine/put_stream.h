@@ -121,9 +121,9 @@ class PutStream {
   Status WrittenLocked(uint64_t at, uint64_t n);
   // Waits until the work handed over is done; the first failure it met.
   Status WaitFlushesLocked();
-  // Waits until the device has bytes [from, from + n) of `blob` of
-  // `engine` (or of `blob` alone, the engine gone), from any thread; a
-  // failure disables the engine's writes as a failed sync does.
+  // Waits until the device has bytes [from, from + n) of `blob`
+  // (Engine::WriteBackStreamed, or the file alone once the engine is gone),
+  // from any thread.
   static Status WriteBackBlob(const std::weak_ptr<Engine>& engine, Blob* blob, uint64_t from, uint64_t n);
   // Syncs the blob (Engine::SyncStreamed), before the header with
   // sync_writes.
