@@ -61,6 +61,36 @@ Status AppendRange(PutStream* stream, const std::string& value, size_t from, siz
   return Status::OK();
 }
 
+// A write acknowledged in a power-loss test, and the bytes its record takes.
+struct Acked {
+  std::string key, value;
+  uint64_t bytes;  // the record's, header and block checksums included
+};
+
+Acked AckedPut(const EngineOptions& options, const std::string& key, const std::string& value) {
+  const uint8_t flags = ValueHasBlocks(value.size()) ? kFlagBlocks : 0;
+  return Acked{key, value, RecordSize(kBlobFormatVersion, options.key_size, flags, value.size())};
+}
+
+// An engine on `fs` writing into one blob (the bound is per blob), tracking
+// what a power loss would leave.
+void OpenForPowerLoss(TestEngine* db, FaultInjectingFileSystem* fs, uint64_t bound) {
+  db->options.fs = fs;
+  db->options.max_dirty_bytes_before_sync = bound;
+  db->options.max_blob_size = 1ull << 34;
+  db->options.max_data_in_blob = 1u << 30;
+  ASSERT_OK(fs->TrackUnsyncedData(true));
+  ASSERT_OK(db->Open());
+}
+
+// Whether `a` survived the power loss: its value, whole, or nothing at all.
+bool Survived(Engine* db, const Acked& a) {
+  const std::string got = Read(db, a.key);
+  if (got == a.value) return true;
+  ASSERT_EQ(got, "NOT_FOUND") << "a record came back other than written";
+  return false;
+}
+
 }  // namespace
 
 TEST(PutStream, ReadsBackOnceFinished) {
@@ -274,10 +304,6 @@ TEST(PutStream, PowerLossKeepsWhatWasFinished) {
 // acknowledged.
 TEST(PutStream, PowerLossTakesAtMostTheBoundCountingStreamsWhole) {
   constexpr uint64_t kBound = 200000;
-  struct Acked {
-    std::string key, value;
-    uint64_t bytes;  // the record's, header and block checksums included
-  };
   struct Open {
     std::unique_ptr<PutStream> stream;
     std::string key, value;
@@ -288,16 +314,7 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundCountingStreamsWhole) {
     std::mt19937_64 rng(test::RandomSeed() + seed);
     FaultInjectingFileSystem fs;
     TestEngine db(test::TmpDir() + "/bound" + std::to_string(seed));
-    db.options.fs = &fs;
-    db.options.max_dirty_bytes_before_sync = kBound;
-    db.options.max_blob_size = 1ull << 34;  // one blob: the bound is per blob
-    db.options.max_data_in_blob = 1u << 30;
-    ASSERT_OK(fs.TrackUnsyncedData(true));
-    ASSERT_OK(db.Open());
-    const size_t hsize = RecordHeaderSize(kBlobFormatVersion, db.options.key_size);
-    const auto record_bytes = [hsize](uint64_t n) {
-      return hsize + RecordBodySize(ValueHasBlocks(n) ? kFlagBlocks : 0, n);
-    };
+    OpenForPowerLoss(&db, &fs, kBound);
     std::vector<Acked> acked;  // survived every power loss so far
     uint64_t next_key = seed << 32;
     for (int round = 0; round < 4; round++) {
@@ -315,7 +332,7 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundCountingStreamsWhole) {
             ops.push_back(WriteOp::Put(key, test::Ts(2), ValueFor(key, 2, rng() % 20000)));
           }
           for (const Status& st : test::WriteAll(db.get(), ops)) ASSERT_OK(st);
-          for (const WriteOp& op : ops) this_round.push_back(Acked{op.key, op.value, record_bytes(op.value.size())});
+          for (const WriteOp& op : ops) this_round.push_back(AckedPut(db.options, op.key, op.value));
         } else if (what < 7 && open.size() < 2) {
           Open o;
           o.key = Key(next_key++, db.options.key_size);
@@ -331,7 +348,7 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundCountingStreamsWhole) {
           o.at += n;
           if (o.at == o.value.size()) {
             ASSERT_OK(o.stream->Finish());
-            this_round.push_back(Acked{o.key, o.value, record_bytes(o.value.size())});
+            this_round.push_back(AckedPut(db.options, o.key, o.value));
             if (o.value.size() > kBound) streams_over_bound++;
             open.erase(std::find_if(open.begin(), open.end(), [&o](const Open& x) { return &x == &o; }));
           }
@@ -347,12 +364,10 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundCountingStreamsWhole) {
       for (const Acked& a : acked) ASSERT_EQ(Read(db.get(), a.key), a.value) << "lost though a sync covered it";
       uint64_t lost = 0;
       for (const Acked& a : this_round) {
-        const std::string got = Read(db.get(), a.key);
-        if (got == a.value) {
+        if (Survived(db.get(), a)) {
           acked.push_back(a);
           continue;
         }
-        ASSERT_EQ(got, "NOT_FOUND") << "a record came back other than written";
         lost += a.bytes;
         lost_records++;
         if (a.value.size() > kBound) lost_streams_over_bound++;
@@ -376,23 +391,12 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundCountingStreamsWhole) {
 // power is cut as the n-th write is acknowledged, whichever thread's.
 TEST(PutStream, PowerLossTakesAtMostTheBoundWhileSyncsAreUnderWay) {
   constexpr uint64_t kBound = 200000;
-  struct Acked {
-    std::string key, value;
-    uint64_t bytes;
-  };
   uint64_t power_losses = 0, lost_records = 0, max_lost = 0;
   for (uint64_t seed = 0; seed < 8; seed++) {
     FaultInjectingFileSystem fs;
     fs.SetSyncDelay(std::chrono::microseconds(2000));
     TestEngine db(test::TmpDir() + "/threads" + std::to_string(seed));
-    db.options.fs = &fs;
-    db.options.max_dirty_bytes_before_sync = kBound;
-    db.options.max_blob_size = 1ull << 34;
-    db.options.max_data_in_blob = 1u << 30;
-    ASSERT_OK(fs.TrackUnsyncedData(true));
-    ASSERT_OK(db.Open());
-    const size_t hsize = RecordHeaderSize(kBlobFormatVersion, db.options.key_size);
-    const auto record_bytes = [hsize](uint64_t n) { return hsize + RecordBodySize(ValueHasBlocks(n) ? kFlagBlocks : 0, n); };
+    OpenForPowerLoss(&db, &fs, kBound);
     std::mt19937_64 pick(test::RandomSeed() + seed);
     const uint64_t cut_at = 10 + pick() % 60;
     std::mutex mu;
@@ -416,7 +420,7 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundWhileSyncsAreUnderWay) {
         }
         if (st.ok()) st = stream->Finish();
         if (!st.ok()) return;
-        ack({Acked{key, value, record_bytes(value.size())}});
+        ack({AckedPut(db.options, key, value)});
       }
     });
     std::thread batches([&, thread_seed = pick()] {
@@ -431,7 +435,7 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundWhileSyncsAreUnderWay) {
         for (size_t i = 0; i < ops.size(); i++) {
           const std::vector<Status> st = test::WriteAll(db.get(), {ops[i]});
           if (!st[0].ok()) break;
-          done.push_back(Acked{ops[i].key, ops[i].value, record_bytes(ops[i].value.size())});
+          done.push_back(AckedPut(db.options, ops[i].key, ops[i].value));
         }
         const bool failed = done.size() < ops.size();
         ack(std::move(done));
@@ -447,9 +451,7 @@ TEST(PutStream, PowerLossTakesAtMostTheBoundWhileSyncsAreUnderWay) {
     ASSERT_EQ(db.report().corrupt_records, 0u);
     uint64_t lost = 0;
     for (const Acked& a : acked) {
-      const std::string got = Read(db.get(), a.key);
-      if (got == a.value) continue;
-      ASSERT_EQ(got, "NOT_FOUND") << "a record came back other than written";
+      if (Survived(db.get(), a)) continue;
       lost += a.bytes;
       lost_records++;
     }
