@@ -42,6 +42,7 @@ async function main(): Promise<void> {
       policy: 'quorum',
       clock: node.clock,
       isAvailable: () => true,
+      budget: node.bodyBudget,
       repair: new ReadRepair({ node: () => store, load: async (key) => {
           const r = await store.get(key, 'normal');
           return r && { record: r, give: () => undefined };

@@ -8,7 +8,9 @@
 // replicas acknowledged; replicas that failed get alien copies on other
 // nodes (or here). As in bob, the PUT also succeeds below quorum when every
 // failed replica's copy was stored as an alien. A DELETE writes tombstones
-// the same way.
+// the same way. A large value arriving in pieces goes to every replica as it
+// comes where all of them can take it so (putInParts): no node holds it
+// whole, so a replica that fails it gets no alien copy.
 //
 // A GET asks one replica (this node when it is one) for the record and the
 // others for its version only, skips peers known to be down, and answers
@@ -35,6 +37,8 @@ import { ExistAnswer, NodeApi } from '../model/node-api';
 import { ReadRepair, RepairSource } from './read-repair';
 import { SupportNodes } from './support-nodes';
 import { Topology } from '../model/topology';
+import type { BodyBudget } from '../rest/body-budget';
+import { teeValue } from './value-tee';
 
 export type ClusterPolicy = 'quorum' | 'simple';
 
@@ -53,6 +57,8 @@ export interface GrinderParts {
   log: Logger;
   /** Called when no replica of a vdisk could answer a read (metrics hang on it). */
   onUnanswered?: (operation: 'get' | 'exist', vdisk: number) => void;
+  /** What a value streamed to several nodes is held within where one of them must read it whole (a replica out of service). */
+  budget: BodyBudget;
 }
 
 export class Grinder implements DataApi {
@@ -95,11 +101,16 @@ export class Grinder implements DataApi {
     const targets = this.topology.targetNodes(vdisk);
     const self = this.topology.self.name;
     // A value that arrives in pieces is written as it comes where this node
-    // holds every replica; peers take whole values (bob's Put).
-    if (isIncoming(incoming) && targets.length === 1 && targets[0] === self) {
-      const version = this.stamp(timestamp);
-      await this.parts.local.putIncoming(key, version, incoming);
-      return version;
+    // holds every replica, and sent on in parts to replicas on Oyster peers
+    // that are up; otherwise it is held whole (bob peers take whole values,
+    // and alien copies need the value in hand).
+    if (isIncoming(incoming) && (await this.allTakeParts(targets, key))) {
+      if (targets.length === 1 && targets[0] === self) {
+        const version = this.stamp(timestamp);
+        await this.parts.local.putIncoming(key, version, incoming);
+        return version;
+      }
+      return this.putInParts(key, vdisk, targets, incoming, this.stamp(timestamp));
     }
     const value = isIncoming(incoming) ? await incoming.whole() : incoming;
     const version = this.stamp(timestamp);
@@ -164,6 +175,56 @@ export class Grinder implements DataApi {
     if (full) throw full;
     await this.putAliens(vdisk, key, value, version, failed);
     return version;
+  }
+
+  /** Whether every node of `targets` takes a value of `key` in parts now. */
+  private async allTakeParts(targets: string[], key: Buffer): Promise<boolean> {
+    const answers = await Promise.all(targets.map((n) => this.node(n).takesParts(key)));
+    return answers.every((yes) => yes);
+  }
+
+  /**
+   * A value written into every target node's replicas as it arrives, in
+   * parts to the peers (teeValue: its memory the client's two windows). It
+   * succeeds as a put does once `quorum` replicas hold it; the nodes that
+   * failed get no alien copies, since no node holds the value whole: they
+   * are out of date until anti-entropy or read repair brings it to them,
+   * as after a write they missed while down.
+   */
+  private async putInParts(key: Buffer, vdisk: number, targets: string[], incoming: IncomingValue, version: Version): Promise<Version> {
+    const tee = teeValue(incoming, targets.length, this.parts.budget);
+    const writes = targets.map((n, i) => {
+      const value = tee.values[i];
+      // A node that failed lets go of the value at once: the others go on without it.
+      return this.node(n)
+        .putIncoming(key, version, value)
+        .catch((err: unknown) => {
+          value.cancel();
+          throw err;
+        })
+        .finally(() => value.release());
+    });
+    const settled = await Promise.allSettled(writes);
+    let acked = 0;
+    let full: Error | null = null;
+    const failed: string[] = [];
+    settled.forEach((r, i) => {
+      if (r.status === 'fulfilled') acked += this.topology.replicasOn(vdisk, targets[i]).length;
+      else {
+        if (isOysterError(r.reason, 'NoSpace')) full ??= r.reason as Error;
+        failed.push(targets[i]);
+        this.log.debug({ node: targets[i], vdisk, err: (r.reason as Error).message }, 'replica write in parts failed');
+      }
+    });
+    // The client's own failure is its answer (it went away, or its body found no room).
+    const source = tee.failure();
+    if (source !== null) throw source;
+    if (acked >= this.parts.quorum) {
+      if (failed.length > 0) this.log.warn({ vdisk, nodes: failed }, 'a value written in parts missed replicas: anti-entropy or read repair brings it to them');
+      return version;
+    }
+    if (full) throw full;
+    throw errors.failed(`put reached ${acked} of ${this.parts.quorum} replicas`);
   }
 
   /** Stores alien copies for `owners` on support nodes, falling back to this node. */

@@ -120,6 +120,8 @@ function writeOperation(f: Writer, op: OperationMsg): void {
   f.uint(13, op.offset ?? 0);
   f.uint(14, op.length ?? 0);
   f.uint(15, op.check_rest ? 1 : 0);
+  f.uint(16, op.size ?? 0);
+  f.uint(17, op.abort ? 1 : 0);
 }
 
 export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
@@ -169,6 +171,8 @@ export function newOperation(kind: number, keys: Buffer[]): OperationMsg {
     offset: 0,
     length: 0,
     check_rest: false,
+    size: 0,
+    abort: false,
   };
 }
 
@@ -207,6 +211,8 @@ export function decodeOperationBatch(buf: Buffer): OperationBatchMsg {
         case 13 * 8 + VARINT: op.offset = f.varint(); break;
         case 14 * 8 + VARINT: op.length = f.varint(); break;
         case 15 * 8 + VARINT: op.check_rest = f.varint() !== 0; break;
+        case 16 * 8 + VARINT: op.size = f.varint(); break;
+        case 17 * 8 + VARINT: op.abort = f.varint() !== 0; break;
         default: f.skip(t & 7);
       }
     }

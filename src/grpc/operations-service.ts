@@ -1,6 +1,7 @@
 // Replicas.Operations, the serving end: the data operations another Oyster
 // node sends this one as a replica (BobApi's force_node Put, Get, Exist and
-// Delete), batched on one long-lived stream per peer (oyster.proto). Each
+// Delete, and puts whose values come in parts: ./put-parts.ts), batched on
+// one long-lived stream per peer (oyster.proto). Each
 // operation runs as its force_node twin does, on this node's storage; the
 // results of one event-loop turn go back as one batch, in the order they
 // finish. A peer that sends faster than this node answers is held back by
@@ -17,6 +18,7 @@ import { compareVersions, formatVersion, StoredRecord, Version } from '../model/
 import { errors, isOysterError } from '../model/errors';
 import { BatchWeight, decodeOperationBatch, newResult, setVersion, weighBatch } from './operation-codec';
 import { OperationKind, OperationMsg, ResultBatchMsg, ResultMsg } from './proto';
+import { PutParts } from './put-parts';
 import { authorizeCall, BadRequest, CallParts, failureStatus } from './server';
 import { invalidArgument } from './status';
 import { encodeStates, fieldsVersion } from './versions';
@@ -61,6 +63,8 @@ export interface OperationsParts extends CallParts {
   budget: BodyBudget;
   /** What the batches are held within: a budget of their own, which the MessageRooms of their streams take from too. */
   batchBudget: BodyBudget;
+  /** How long a put in parts waits for its next part before it is dropped (node.yaml http_request_timeout), ms. */
+  partsIdleMs: number;
 }
 
 const SOURCES: Record<number, GetSource> = { 0: 'all', 1: 'normal', 2: 'alien' };
@@ -150,7 +154,7 @@ async function readPart(op: OperationMsg, want: Version, r: StoredRecord | Opene
  * large value is read whole within the budget, and its result comes with
  * the function that gives its room back, for once it has left.
  */
-function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, give?: () => void) => void): void {
+function run(parts: OperationsParts, putParts: PutParts, op: OperationMsg, answer: (r: ResultMsg, give?: () => void) => void): void {
   const { local, keySize, budget } = parts;
   const id = op.id;
   const failed = (err: unknown) => answer(failedResult(parts, id, err));
@@ -171,6 +175,9 @@ function run(parts: OperationsParts, op: OperationMsg, answer: (r: ResultMsg, gi
     switch (op.kind) {
       case OperationKind.PUT:
         local.put(oneKey(op, keySize), versionOf(op), Buffer.isBuffer(op.value) ? op.value : Buffer.alloc(0), op.remote_nodes ?? []).then(done, failed);
+        break;
+      case OperationKind.PUT_PART:
+        putParts.take(op, oneKey(op, keySize), versionOf(op), done, failed);
         break;
       case OperationKind.GET: {
         const part = (op.length ?? 0) > 0 || op.check_rest === true;
@@ -261,6 +268,8 @@ export class OperationsEndpoint {
     const { auth, onAnswer, batchBudget } = parts;
     // The rooms of its messages and of its batches waiting to run.
     const held = rooms ?? new MessageRooms(batchBudget);
+    // The puts in parts the peer sends on this stream.
+    const putParts = new PutParts(parts.local, parts.budget, parts.partsIdleMs);
     let inFlight = 0;
     let smallBytes = 0;
     let ended = false;
@@ -285,6 +294,7 @@ export class OperationsEndpoint {
     const over = () => {
       done = true;
       this.open.delete(close);
+      putParts.dropAll();
       giveBack(holding);
       holding = [];
       for (const gives of writing) giveBack(gives);
@@ -383,7 +393,7 @@ export class OperationsEndpoint {
       };
       for (const op of ops) {
         if (closing) answered({ id: op.id, code: grpc.status.UNAVAILABLE, details: 'HolderTemporaryUnavailable the node is stopping' });
-        else run(parts, op, answered);
+        else run(parts, putParts, op, answered);
       }
     };
     // Runs the waiting batches in order, each once it has its room.

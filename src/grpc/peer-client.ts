@@ -27,14 +27,14 @@ import { LinkOutcome, LinkStream, unreachable } from '../link/link-stream';
 import { decodeResultBatch, encodeOperationBatch, newOperation, setVersion } from './operation-codec';
 import { decodeEntries, decodeStates, fieldsVersion, metaVersion, versionMeta } from './versions';
 import { StoredRecord, Version } from '../model/version';
-import { OpenedValue, WHOLE_UP_TO } from '../model/value';
+import { IncomingValue, OpenedValue, WHOLE_UP_TO, writeInLots } from '../model/value';
 import { peerValue } from './peer-value';
 import { AnswerRoom, heldValue } from './bob-answer';
 import type { BodyBudget } from '../rest/body-budget';
 import { DeleteOptions, ExistAnswer, GetSource, NodeApi } from '../model/node-api';
 
 /** The calls a PeerClient makes, as oyster_peer_requests_total names them. */
-export const PEER_OPERATIONS = ['put', 'get', 'exist', 'delete', 'ping', 'digest', 'entries', 'files', 'readfile'] as const;
+export const PEER_OPERATIONS = ['put', 'put_part', 'get', 'exist', 'delete', 'ping', 'digest', 'entries', 'files', 'readfile'] as const;
 
 export interface PeerOptions {
   name: string;
@@ -71,6 +71,8 @@ export interface PeerOptions {
 
 /** How long a peer that does not serve Replicas.Operations (a bob node) is sent BobApi calls before it is asked again. */
 const UNSUPPORTED_MS = 3600_000;
+/** How long a peer that answered a PUT_PART is taken to take values in parts without being asked again. */
+const PARTS_KNOWN_MS = 10_000;
 /**
  * Keys asked about in one Exist at most: a peer refuses an Exist that would
  * hold more than its memory for values in flight while it runs (about 32
@@ -100,6 +102,9 @@ export class PeerClient implements NodeApi {
   private bobValues: (grpc.Client & Record<string, Unary<unknown, unknown>>) | null = null;
   // Until when operations go over gRPC: the peer took no link.
   private grpcUntil = 0;
+  // Until when the peer is known to take values in parts (it answered a PUT_PART), and known not to.
+  private partsUntil = 0;
+  private noPartsUntil = 0;
   // No link is tried before this (the last attempt found the peer unreachable), and the pause after the next failure.
   private linkAfter = 0;
   private linkPauseMs = 0;
@@ -262,6 +267,62 @@ export class PeerClient implements NodeApi {
         options: { remote_nodes: remoteNodes, force_node: true, overwrite: false },
       }),
     );
+  }
+
+  /**
+   * An Oyster peer not known to be down takes values in parts, once it has
+   * answered a PUT_PART in the last PARTS_KNOWN_MS: otherwise it is asked
+   * (an abort of no put, which it answers at once). A bob node refuses the
+   * stream, and an Oyster node from before puts in parts refuses the
+   * operation: neither is asked again for UNSUPPORTED_MS.
+   */
+  async takesParts(key: Buffer): Promise<boolean> {
+    const now = Date.now();
+    if (!(this.options.isAvailable?.() ?? true) || now < this.bobUntil || now < this.noPartsUntil) return false;
+    if (now < this.partsUntil) return true;
+    const probe = setVersion(newOperation(OperationKind.PUT_PART, [key]), { timestamp: 0, tick: 0, node: 0 });
+    probe.abort = true;
+    try {
+      await this.operate('put_part', probe, 0, nothing, () => Promise.reject(errors.failed(`peer ${this.name} is a bob node`)));
+      this.partsUntil = Date.now() + PARTS_KNOWN_MS;
+      return true;
+    } catch (err) {
+      if (Date.now() < this.bobUntil || isOysterError(err, 'InvalidArgument')) this.noPartsUntil = Date.now() + UNSUPPORTED_MS;
+      return false;
+    }
+  }
+
+  /**
+   * Sends the value as PUT_PART operations, one per lot it hands out, and
+   * says a lot written once the peer answered its part (it answers once the
+   * part is written): the peer holds at most two parts of it at a time. The
+   * last part's answer is the put's. A failure, the value's included, makes
+   * the peer drop the put (an abort is sent, best effort: it also drops it
+   * when no part comes in time).
+   */
+  async putIncoming(key: Buffer, version: Version, value: IncomingValue): Promise<void> {
+    const part = (): OperationMsg => {
+      const op = setVersion(newOperation(OperationKind.PUT_PART, [key]), version);
+      op.size = value.size;
+      return op;
+    };
+    const bob = () => Promise.reject(errors.failed(`peer ${this.name} takes no values in parts (a bob node)`));
+    let offset = 0;
+    try {
+      await writeInLots(value, (pieces) => {
+        const op = part();
+        op.offset = offset;
+        op.value = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
+        offset += op.value.length;
+        return this.operate('put_part', op, op.value.length, nothing, bob);
+      });
+    } catch (err) {
+      value.cancel();
+      const abort = part();
+      abort.abort = true;
+      void this.operations.send(abort, 0).catch(nothing);
+      throw err;
+    }
   }
 
   /**

@@ -102,7 +102,7 @@ export interface ReadFileChunkMsg {
   data: Buffer;
 }
 
-export const OperationKind = { PUT: 0, GET: 1, EXIST: 2, DELETE: 3 } as const;
+export const OperationKind = { PUT: 0, GET: 1, EXIST: 2, DELETE: 3, PUT_PART: 4 } as const;
 
 export interface OperationMsg {
   id: number;
@@ -120,6 +120,8 @@ export interface OperationMsg {
   offset?: number;
   length?: number;
   check_rest?: boolean;
+  size?: number;
+  abort?: boolean;
 }
 export interface OperationBatchMsg {
   ops: OperationMsg[];

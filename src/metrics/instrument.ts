@@ -120,6 +120,8 @@ export function instrumentLocal(api: NodeApi, m: NodeMetrics): NodeApi {
   return {
     name: api.name,
     put: (key, version, value, remote) => record('put', () => api.put(key, version, value, remote)),
+    takesParts: (key) => api.takesParts(key),
+    putIncoming: (key, version, value) => record('put', () => api.putIncoming(key, version, value)),
     get: ((key: Buffer, source: GetSource, open: boolean = false) =>
       record('get', () => api.get(key, source, open), (v: StoredRecord | OpenedValue | null) => v?.kind === 'found')) as NodeApi['get'],
     exist: (keys, source) => record('exist', () => api.exist(keys, source)),

@@ -25,7 +25,7 @@
 // that failed its checksum, a peer unreachable): null is an answer only from
 // a node that looked everywhere the newest record could be.
 import { MaybePromise } from './maybe-promise';
-import { OpenedValue } from './value';
+import { IncomingValue, OpenedValue } from './value';
 import { KeyState, StoredRecord, Version } from './version';
 
 /**
@@ -66,6 +66,26 @@ export interface NodeApi {
    * not a node of the cluster, before anything is stored.
    */
   put(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void>;
+
+  /**
+   * Whether putIncoming() can take a value of `key` in parts now: always
+   * for this node; for a peer, an Oyster node that serves puts in parts and
+   * is not known to be down (a bob node, or an Oyster node from before puts
+   * in parts, does not). Never rejects.
+   */
+  takesParts(key: Buffer): MaybePromise<boolean>;
+
+  /**
+   * put() with no `remoteNodes` of a value that arrives in parts: each part
+   * is written into the replicas as it comes, so that the node holds a few
+   * of them at a time rather than the value (a replica that cannot take a
+   * value in parts gets it whole, within http_body_memory_limit). Resolves
+   * as put() does, once the last part is in; nothing of the value is read
+   * before. Rejects as put() does, and when the value stops before its end
+   * (value.next() rejected): then no replica holds any of it. A failure
+   * before the value's end stops its reading (value.cancel()).
+   */
+  putIncoming(key: Buffer, version: Version, value: IncomingValue): Promise<void>;
 
   /**
    * The newest record of key in the places `source` names, tombstones

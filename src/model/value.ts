@@ -98,3 +98,31 @@ export interface IncomingValue {
 export function isIncoming(v: Buffer | IncomingValue): v is IncomingValue {
   return !Buffer.isBuffer(v);
 }
+
+/**
+ * Hands `value` to `write` lot by lot, each as soon as it is out, queued
+ * behind the one being written: the writer goes from one to the next
+ * without a turn of the event loop between them. A lot is said written
+ * (value.written()) as soon as its write and those before it resolved,
+ * whether or not the next lot has come. Rejects with the first failure of
+ * a write or of the value, at once: a client that waits for the answer
+ * before it sends more must not wait for its connection's timeout to learn
+ * that its value cannot be stored. The caller cancels the value then.
+ */
+export async function writeInLots(value: IncomingValue, write: (pieces: Buffer[]) => Promise<unknown>): Promise<void> {
+  let written: Promise<void> | null = null;
+  for (let pieces = await value.next(); pieces !== null; pieces = await nextUnlessFailed(value, written)) {
+    const lot = write(pieces);
+    written = Promise.all([written, lot]).then(() => value.written());
+    written.catch(() => undefined); // awaited below, or raced with the next lot
+  }
+  await written;
+}
+
+/** The value's next pieces, or the failure of a write under way as soon as it fails. */
+function nextUnlessFailed(value: IncomingValue, writing: Promise<unknown> | null): Promise<Buffer[] | null> {
+  const next = value.next();
+  if (writing === null) return next;
+  next.catch(() => undefined); // lost the race when the write failed
+  return Promise.race([next, writing.then(() => next)]);
+}

@@ -67,7 +67,7 @@ export class OysterNode {
   readonly compactors: Compactor[];
   readonly clock: VersionClock;
   private readonly bobMetrics: BobMetrics;
-  private readonly bodyBudget: BodyBudget;
+  readonly bodyBudget: BodyBudget;
   private readonly batchBudget: BodyBudget;
   private callLimit?: CallLimit;
   private readonly tls: TlsMaterial | null;
@@ -266,6 +266,7 @@ export class OysterNode {
       policy: node.clusterPolicy,
       clock: this.clock,
       isAvailable: (n) => this.links.isAvailable(n),
+      budget: bodyBudget,
       repair: new ReadRepair({
         node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
         maxInFlight: 64,
@@ -298,7 +299,7 @@ export class OysterNode {
       resolvePeriodMs: node.hostnameResolvePeriodMs,
     });
     const calls = { auth, log: this.logPart('grpc'), onAnswer: (method: string, code: string) => this.metrics.grpcRequests.child(method, code).inc() };
-    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize, budget: bodyBudget, batchBudget: this.batchBudget });
+    this.operations = new OperationsEndpoint({ ...calls, local: instrumentLocal(this.store, this.metrics), keySize: config.cluster.keySize, budget: bodyBudget, batchBudget: this.batchBudget, partsIdleMs: node.httpRequestTimeout });
     // A gRPC value is held whole: bounded by the REST body limit and by the
     // memory of bodies in flight; 64 KiB covers key, meta and options.
     const maxMessageBytes = Math.min(2 ** 31 - 1, Math.min(node.httpMaxBodySize, node.httpBodyMemoryLimit) + 65536);

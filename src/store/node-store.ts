@@ -9,7 +9,7 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { errors, isOysterError, OysterError } from '../model/errors';
 import { MaybePromise } from '../model/maybe-promise';
-import { IncomingValue, isOpened, OpenedValue } from '../model/value';
+import { IncomingValue, isOpened, OpenedValue, writeInLots } from '../model/value';
 import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
 import { compareRecords, KeyState, StoredRecord, Version } from '../model/version';
@@ -131,41 +131,33 @@ export class NodeStore implements NodeApi {
     return this.putAliens(key, version, value, remoteNodes);
   }
 
+  /** This node takes any value in parts. */
+  takesParts(): boolean {
+    return true;
+  }
+
   /**
-   * A value whose size is known before its bytes, written into every local
-   * replica as it comes (Vdisk.beginStream) when all of them are in service
-   * and take writes; otherwise put() of the whole value, which may fall back
-   * to an alien copy. A replica that fails mid-value fails the write (the
-   * bytes that passed are not kept to be written elsewhere): every stream is
-   * aborted, nothing becomes readable, and the caller gets the error.
+   * Written into every local replica as it comes (Vdisk.beginStream) when
+   * all of them are in service and take writes; otherwise put() of the
+   * whole value, which may fall back to an alien copy. A replica that fails
+   * mid-value fails the write (the bytes that passed are not kept to be
+   * written elsewhere): every stream is aborted, nothing becomes readable,
+   * and the caller gets the error.
    */
   async putIncoming(key: Buffer, version: Version, value: IncomingValue): Promise<void> {
     this.clock.observe(version);
     const vdisk = this.vdiskOf(key);
     const local = this.localReplicas(vdisk);
-    if (local.length === 0 || !local.every((r) => r.disk.isReady && r.disk.writable)) {
-      return this.putReplicas(vdisk, key, version, await value.whole());
+    if (local.length === 0) {
+      value.cancel();
+      throw errors.noReplica(this.name, vdisk);
     }
+    if (!local.every((r) => r.disk.isReady && r.disk.writable)) return this.putReplicas(vdisk, key, version, await value.whole());
     const begun = await Promise.allSettled(local.map((r) => r.write((v) => v.beginStream(key, version, value.size))));
     const streams = begun.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []));
     try {
       for (const b of begun) if (b.status === 'rejected') throw b.reason;
-      // Each window is appended as soon as it is full, queued behind the
-      // one being written: the engine goes from one to the next without a
-      // turn of the event loop between them.
-      let writing: Promise<unknown> | null = null;
-      for (let pieces = await value.next(); pieces !== null; pieces = await nextUnlessFailed(value, writing)) {
-        const batch = pieces;
-        const appended = Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(batch))));
-        appended.catch(() => undefined); // awaited below, after the one before it
-        if (writing !== null) {
-          await writing;
-          value.written();
-        }
-        writing = appended;
-      }
-      await writing;
-      value.written();
+      await writeInLots(value, (pieces) => Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(pieces)))));
       await Promise.all(streams.map((s, i) => local[i].disk.use(() => s.finish())));
     } catch (err) {
       value.cancel();
@@ -366,17 +358,4 @@ export class NodeStore implements NodeApi {
     else for (const h of held) if (wanted(h.owner)) out.push(new AlienPlace(this.alien, null, h.bound));
     return out;
   }
-}
-
-/**
- * The value's next pieces, or the failure of the append under way as soon
- * as it fails: a client that waits for the answer before it sends more
- * must not wait for the connection's timeout to learn that its value
- * cannot be stored.
- */
-function nextUnlessFailed(value: IncomingValue, writing: Promise<unknown> | null): Promise<Buffer[] | null> {
-  const next = value.next();
-  if (writing === null) return next;
-  next.catch(() => undefined); // lost the race when the append failed
-  return Promise.race([next, writing.then(() => next)]);
 }
