@@ -8,7 +8,8 @@
 // buckets that differ it compares the entries key by key and copies here
 // every record the other replica holds in a newer version — values and
 // tombstones alike, with their versions, so nothing deleted comes back and
-// nothing newer is overwritten. A replica that holds less than half of
+// nothing newer is overwritten; a large value is copied as it is read, a
+// part at a time, whatever its size. A replica that holds less than half of
 // another's keys (a replaced disk) first copies that one's closed partition
 // files whole, which is as fast as copying files, then compares keys. Each node pulls what it lacks; the
 // other replicas do the same in their own passes, so all converge. Passes run
@@ -30,6 +31,7 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, formatVersion, StoredRecord } from '../model/version';
+import { isOpened, OpenedValue } from '../model/value';
 import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
 import { Topology } from '../model/topology';
@@ -40,6 +42,8 @@ export const DIGEST_BITS = 12;
 const BUCKETS_PER_REQUEST = 256;
 /** Records copied at once. */
 const COPY_CONCURRENCY = 16;
+/** A large value is copied this many bytes at a time. */
+const COPY_PART = 1024 * 1024;
 /**
  * A refill reads a file in ranges of this many bytes, each one ReadFile
  * stream, this many at once: one stream alone leaves both nodes waiting on
@@ -74,6 +78,8 @@ interface Source {
   digest(bits: number): Promise<{ digests: Buffer; keys: number }>;
   entries(bits: number, buckets: number[]): Promise<SnapshotEntry[]>;
   get(key: Buffer): MaybePromise<StoredRecord | null>;
+  /** With `open`, a large value comes opened, to be read in parts. */
+  get(key: Buffer, open: boolean): MaybePromise<StoredRecord | OpenedValue | null>;
   /** Its closed partition files, for an empty replica to copy whole (peers only). */
   files?(): Promise<Array<{ partition: string; files: Array<{ name: string; size: number }> }>>;
   /** Bytes of a closed file, in chunks, in order; fewer only at the end of the file. */
@@ -213,7 +219,7 @@ export class AntiEntropy {
         name: `${topology.self.name}/${other.disk.name}`,
         digest: (bits) => other.run((v) => v.digest(bits)),
         entries: (bits, buckets) => other.run((v) => v.entries(bits, buckets)),
-        get: (key) => other.run((v) => v.get(key)),
+        get: ((key: Buffer, open: boolean = false) => other.run((v) => v.get(key, open))) as Source['get'],
       });
     }
     for (const node of topology.targetNodes(vdisk)) {
@@ -223,12 +229,39 @@ export class AntiEntropy {
         name: node,
         digest: (bits) => peer.digest(vdisk, bits),
         entries: (bits, buckets) => peer.entries(vdisk, bits, buckets, this.parts.keySize),
-        get: (key) => peer.get(key, 'normal'),
+        get: ((key: Buffer, open: boolean = false) => peer.get(key, 'normal', open)) as Source['get'],
         files: () => peer.files(vdisk),
         readFile: (partition, name, offset, length) => peer.readFile(vdisk, partition, name, offset, length),
       });
     }
     return out;
+  }
+
+  /**
+   * Writes an opened value into `local` as it is read, COPY_PART bytes at a
+   * time: a value of any size, in the memory of one part (one larger than
+   * http_body_memory_limit could not be read whole). Nothing of it is
+   * readable here unless all of it was read, checked and written.
+   */
+  private async copyInParts(local: LocalReplica, key: Buffer, value: OpenedValue): Promise<void> {
+    try {
+      const stream = await local.write((v) => v.beginStream(key, value.version, value.size));
+      try {
+        const part = Buffer.allocUnsafe(Math.min(COPY_PART, value.size));
+        for (let at = 0; at < value.size; at += part.length) {
+          const piece = part.subarray(0, Math.min(part.length, value.size - at));
+          await this.tokens.take(piece.length);
+          await value.reader.read(at, piece);
+          await local.disk.use(() => stream.append([piece]));
+        }
+        await local.disk.use(() => stream.finish());
+      } catch (err) {
+        await stream.abort().catch(() => undefined);
+        throw err;
+      }
+    } finally {
+      value.reader.close();
+    }
   }
 
   /** Copies into `local` every record `source` holds in a newer version. */
@@ -267,13 +300,19 @@ export class AntiEntropy {
       const worker = async () => {
         while (next < newer.length && !this.stopped) {
           const e = newer[next++];
-          const record = await source.get(e.key);
+          const record = await source.get(e.key, true);
           // Gone or older meanwhile: nothing to copy (a newer write reached both).
-          if (record === null || compareRecords(record, e) < 0) continue;
-          const bytes = record.kind === 'found' ? record.value.length : 0;
-          await this.tokens.take(bytes + this.parts.keySize);
+          if (record === null || compareRecords(record, e) < 0) {
+            if (isOpened(record)) record.reader.close();
+            continue;
+          }
+          const bytes = isOpened(record) ? record.size : record.kind === 'found' ? record.value.length : 0;
           this.parts.clock.observe(record.version);
-          await local.write((v) => (record.kind === 'found' ? v.put(e.key, record.version, record.value) : v.delete(e.key, record.version)));
+          if (isOpened(record)) await this.copyInParts(local, e.key, record);
+          else {
+            await this.tokens.take(bytes + this.parts.keySize);
+            await local.write((v) => (record.kind === 'found' ? v.put(e.key, record.version, record.value) : v.delete(e.key, record.version)));
+          }
           report.copied++;
           report.bytes += bytes;
           this.parts.onCopied?.(source.name, 1, bytes);

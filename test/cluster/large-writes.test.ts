@@ -3,7 +3,8 @@
 // the coordinator and the replicas hold a few MiB of it whatever its size,
 // and a value several times http_body_memory_limit is stored — held whole,
 // it was refused with 413. A replica that dies in the middle misses the
-// value and holds nothing of it; a client that hangs up leaves nothing on
+// value and holds nothing of it, and anti-entropy brings it the value
+// later, a part at a time; a client that hangs up leaves nothing on
 // any node; a peer's put in parts that stops following its parts (out of
 // order, aborted, its stream gone, idle past http_request_timeout) is
 // dropped with nothing readable. Real oysterd processes over REST, gRPC and
@@ -115,6 +116,32 @@ t.test('a replica killed in the middle of a value holds nothing of it; the other
       () => null,
     );
   t.ok(held === null || held.equals(value), `n2 holds ${held === null ? 'nothing' : 'the whole value'} after its restart`);
+});
+
+t.test('a replica that missed a value larger than the limit gets it from anti-entropy, in parts', async (t) => {
+  const c = await TestCluster.start(t, {
+    nodes: ['n1', 'n2'],
+    replicas: [
+      ['n1', 'n2'],
+      ['n1', 'n2'],
+    ],
+    keySize: 8,
+    opts: { quorum: 1, checkInterval: '500ms', httpMaxBodySize: '128 MiB', extra: { http_body_memory_limit: LIMIT, anti_entropy: { interval: '2s' } } },
+  });
+  await c.waitLinks();
+  const value = new Rng(15).bytes(48 * MiB);
+  const status = await slowPost(c.url('n1'), 506, value, async (sent) => {
+    if (sent === 8 * MiB) await c.kill('n2');
+  });
+  t.equal(status, 201, 'stored on n1 alone');
+  await c.startNode('n2');
+  await waitFor('n2 to hold the value', () => holds(c, 'n2', 506), 60_000, 250);
+  const pid = c.proc('n2').child.pid!;
+  t.ok(peakRss(pid) < 256 * MiB, `n2's peak resident set ${(peakRss(pid) / MiB).toFixed(0)} MiB`);
+  // With n1 stopped, n2 answers from its own replica.
+  await c.stop('n1');
+  const got = Buffer.from(await (await fetch(`${c.url('n2')}/data/506`)).arrayBuffer());
+  t.ok(got.equals(value), "n2's copy is byte-exact");
 });
 
 t.test('a client that hangs up in the middle leaves nothing on either replica', async (t) => {
