@@ -314,7 +314,10 @@ export class PeerClient implements NodeApi {
         op.offset = offset;
         op.value = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
         offset += op.value.length;
-        return this.operate('put_part', op, op.value.length, nothing, bob);
+        // Not counted against the bytes that may wait for the peer: a part
+        // is the client's window, within http_body_memory_limit already,
+        // and a put has at most two of them out.
+        return this.operate('put_part', op, 0, nothing, bob);
       });
     } catch (err) {
       value.cancel();

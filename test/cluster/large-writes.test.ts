@@ -94,6 +94,36 @@ t.test('a node that holds no replica passes the value on in parts to both', asyn
   }
 });
 
+t.test('64 uploads of 8 MiB at once through a cluster: each stored on both replicas, or refused before its body', async (t) => {
+  const c = await TestCluster.start(t, {
+    nodes: ['n1', 'n2'],
+    replicas: [
+      ['n1', 'n2'],
+      ['n1', 'n2'],
+    ],
+    keySize: 8,
+    // The default limit lets 128 such uploads stream at once, the windows of 64 more than may wait for one peer.
+    opts: { quorum: 2, httpMaxBodySize: '128 MiB' },
+  });
+  await c.waitLinks();
+  const value = new Rng(16).bytes(8 * MiB);
+  const answers = await Promise.all(
+    Array.from({ length: 64 }, async (_, i) => {
+      const res = await fetch(`${c.url('n1')}/data/${700 + i}`, { method: 'POST', body: value });
+      return { status: res.status, msg: ((await res.json()) as { msg: string }).msg };
+    }),
+  );
+  const stored = answers.filter((a) => a.status === 201).length;
+  // Parts waiting for a peer are the client's windows: they hold no room of their own to run out of.
+  const other = answers.filter((a) => a.status !== 201 && !(a.status === 503 && a.msg.includes('http_body_memory_limit')));
+  t.same(other, [], 'no upload fails on its way to the replicas');
+  t.ok(stored >= 32, `${stored} of 64 stored (the rest refused for want of room, before their body)`);
+  for (const i of [0, 63]) {
+    if (answers[i].status !== 201) continue;
+    t.same([await holds(c, 'n1', 700 + i), await holds(c, 'n2', 700 + i)], [true, true], `upload ${i} is on both replicas`);
+  }
+});
+
 t.test('a replica killed in the middle of a value holds nothing of it; the other takes it within quorum', async (t) => {
   const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 1);
   await c.waitLinks();
