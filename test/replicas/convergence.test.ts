@@ -1,5 +1,6 @@
-// Replicas converge: three coordinators write the same keys at once (REST
-// and gRPC with shared timestamps) while replicas are stopped (SIGSTOP) and
+// Replicas converge: three coordinators write the same keys at once (REST,
+// some values large enough to go to replicas in parts, and gRPC with shared
+// timestamps) while replicas are stopped (SIGSTOP) and
 // resumed at random; some keys are deleted at the end. After healing, within
 // the documented time (anti_entropy.interval plus a pass; 2 s here, with the
 // alien hand-off), every replica holds the same version of every key, every
@@ -11,6 +12,9 @@ import { TestCluster, ring, sleep, waitFor } from '../cluster/lib';
 import { Rest, Rng, seedFromEnv } from '../versions/lib';
 
 const NODES = ['n0', 'n1', 'n2'];
+
+/** A value as the test tells values apart: a large one by its first tag and its length. */
+const brief = (v: Buffer) => (v.length > 100 ? `${v.subarray(0, v.indexOf(';') + 1).toString()} (${v.length} bytes)` : v.toString());
 const KEYS = 300;
 const RUN_MS = 15_000;
 
@@ -56,9 +60,11 @@ t.test('concurrent coordinators and stopped replicas: all replicas converge', as
         let seq = 0;
         while (Date.now() < end) {
           const k = r.int(KEYS);
-          const v = Buffer.from(`${via}#${j} ${seq++}`);
-          const ok =
-            r.next() < 0.5
+          const tag = `${via}#${j} ${seq++}`;
+          const overRest = r.next() < 0.5;
+          // Some REST values large enough to go to the other replicas in parts as they arrive.
+          const v = overRest && r.next() < 0.1 ? Buffer.alloc(256 * 1024 + r.int(768 * 1024), `${tag};`) : Buffer.from(tag);
+          const ok = overRest
               ? (await rest.request(c.url(via), 'POST', `/data/${k}`, v, 3000)).status === 201
               : await grpc
                   .put(key(k), v, 1_700_000_000 + (seq % 3))
@@ -88,7 +94,7 @@ t.test('concurrent coordinators and stopped replicas: all replicas converge', as
             .grpc(n)
             .get(key(k), { force_node: true, source: GetSource.NORMAL })
             .then(
-              (b) => b.data.toString(),
+              (b) => brief(b.data),
               (err: { code?: number }) => (err.code === Status.NOT_FOUND ? 'absent' : `error ${err.code}`),
             ),
         ),
@@ -106,7 +112,7 @@ t.test('concurrent coordinators and stopped replicas: all replicas converge', as
 
   const through: string[] = [];
   for (let k = 0; k < KEYS; k++) {
-    const answers = await Promise.all(NODES.map((n) => rest.request(c.url(n), 'GET', `/data/${k}`).then((r) => (r.status === 200 ? r.body.toString() : String(r.status)))));
+    const answers = await Promise.all(NODES.map((n) => rest.request(c.url(n), 'GET', `/data/${k}`).then((r) => (r.status === 200 ? brief(r.body) : String(r.status)))));
     if (new Set(answers).size !== 1) through.push(`key ${k}: ${answers.join(' / ')}`);
     else if (deleted.has(k) && answers[0] !== '404') through.push(`key ${k} deleted, reads ${answers[0]}`);
   }

@@ -1,5 +1,6 @@
-// Routine operations at random under load: for 20 s, 8 writers put and
-// delete their own keys through both nodes of a 2-node cluster (every vdisk
+// Routine operations at random under load: for 20 s, 8 writers put (some
+// values of 256 KiB to 1.25 MiB, sent to the other replica in parts as they
+// arrive) and delete their own keys through both nodes of a 2-node cluster (every vdisk
 // has a replica on each node, quorum 2) while disks are stopped and
 // started, vdisks remounted, old partitions detached and attached again and
 // the alien directories detached. Afterwards (everything started and
@@ -125,7 +126,9 @@ t.test('disk stop/start, remount, partition detach/attach and alien detach under
         const key = r.pick(keys);
         const node = r.pick(NODES);
         const m = models.get(key)!;
-        const value = r.next() < 0.2 ? null : Buffer.from(`w${w} k${key} #${seq++} via ${node}`);
+        const tag = `w${w} k${key} #${seq++} via ${node}`;
+        // Some values large enough to go to the replicas in parts as they arrive.
+        const value = r.next() < 0.2 ? null : r.next() < 0.15 ? Buffer.alloc(256 * 1024 + r.int(1024 * 1024), tag) : Buffer.from(tag);
         const res = value === null ? await call(node, 'DELETE', `/data/${key}`) : await call(node, 'POST', `/data/${key}`, value);
         if (res.status === (value === null ? 200 : 201)) {
           m.ack(value);
@@ -171,7 +174,7 @@ t.test('disk stop/start, remount, partition detach/attach and alien detach under
         if (codeOf(err) !== Status.NOT_FOUND) throw err;
         state = null;
       }
-      if (!m.allows(state)) wrong.push(`key ${key} on replica ${n}: ${state === null ? 'absent' : state.toString()}; ${m.describe()}`);
+      if (!m.allows(state)) wrong.push(`key ${key} on replica ${n}: ${state === null ? 'absent' : state.subarray(0, 60).toString()}; ${m.describe()}`);
       const g = await call(n, 'GET', `/data/${key}`);
       const read = g.status === 200 ? g.body : g.status === 404 ? null : undefined;
       if (read === undefined || !m.allows(read)) wrong.push(`key ${key} through ${n}: ${g.status} ${g.body.toString().slice(0, 60)}; ${m.describe()}`);

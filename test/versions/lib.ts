@@ -31,7 +31,8 @@ export class KeyModel {
   }
 
   describe(): string {
-    const show = (v: Buffer | null | undefined) => (v === undefined ? 'nothing' : v === null ? 'deleted' : JSON.stringify(v.toString()));
+    const show = (v: Buffer | null | undefined) =>
+      v === undefined ? 'nothing' : v === null ? 'deleted' : v.length > 100 ? `${JSON.stringify(v.subarray(0, 60).toString())}… (${v.length} bytes)` : JSON.stringify(v.toString());
     return `acknowledged ${show(this.acked)}${this.maybe.length ? `, maybe ${this.maybe.map(show).join(' / ')}` : ''}`;
   }
 }
