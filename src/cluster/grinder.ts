@@ -37,7 +37,7 @@ import { ExistAnswer, NodeApi } from '../model/node-api';
 import { ReadRepair, RepairSource } from './read-repair';
 import { SupportNodes } from './support-nodes';
 import { Topology } from '../model/topology';
-import type { BodyBudget } from '../rest/body-budget';
+import { ValueRoom } from '../model/pushed-value';
 import { teeValue } from './value-tee';
 
 export type ClusterPolicy = 'quorum' | 'simple';
@@ -58,7 +58,7 @@ export interface GrinderParts {
   /** Called when no replica of a vdisk could answer a read (metrics hang on it). */
   onUnanswered?: (operation: 'get' | 'exist', vdisk: number) => void;
   /** What a value streamed to several nodes is held within where one of them must read it whole (a replica out of service). */
-  budget: BodyBudget;
+  budget: ValueRoom;
 }
 
 export class Grinder implements DataApi {

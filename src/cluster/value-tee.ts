@@ -6,9 +6,8 @@
 // whatever the number of nodes, and the slowest node paces the client. A
 // node that cancels (its write failed) is left out from then on; once none
 // is left, the source is cancelled.
-import { PushedValue } from '../model/pushed-value';
+import { PushedValue, ValueRoom } from '../model/pushed-value';
 import { IncomingValue } from '../model/value';
-import type { BodyBudget } from '../rest/body-budget';
 
 export interface Tee {
   /** One per node, in order. */
@@ -18,7 +17,7 @@ export interface Tee {
 }
 
 /** `count` values that hold the source's bytes as they come; `budget`: what each holds its value within if it is read whole. */
-export function teeValue(source: IncomingValue, count: number, budget: BodyBudget): Tee {
+export function teeValue(source: IncomingValue, count: number, budget: ValueRoom): Tee {
   let failure: Error | null = null;
   // Lots handed to every node, and how many of them each node wrote.
   let lots = 0;

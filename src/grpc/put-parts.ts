@@ -9,9 +9,8 @@
 // sender aborts it.
 import { errors } from '../model/errors';
 import { NodeApi } from '../model/node-api';
-import { PushedValue } from '../model/pushed-value';
+import { PushedValue, ValueRoom } from '../model/pushed-value';
 import { formatVersion, Version } from '../model/version';
-import type { BodyBudget } from '../rest/body-budget';
 import { OperationMsg } from './proto';
 import { BadRequest } from './server';
 
@@ -27,7 +26,7 @@ export class PutParts {
 
   constructor(
     private readonly local: NodeApi,
-    private readonly budget: BodyBudget,
+    private readonly budget: ValueRoom,
     private readonly idleMs: number,
   ) {}
 

@@ -7,7 +7,16 @@
 // pusher's to bound.
 import { errors } from './errors';
 import { IncomingValue } from './value';
-import type { BodyBudget } from '../rest/body-budget';
+
+/** What a value read whole holds its room in: the node's memory for values in flight (src/rest/body-budget.ts). */
+export interface ValueRoom {
+  readonly limit: number;
+  /** What a value refused for want of room is told. */
+  readonly refusal: string;
+  /** Takes `bytes` once they fit, within a wait; false when they did not in time. */
+  take(bytes: number): Promise<boolean>;
+  give(bytes: number): void;
+}
 
 interface Lot {
   pieces: Buffer[];
@@ -32,7 +41,7 @@ export class PushedValue implements IncomingValue {
    */
   constructor(
     readonly size: number,
-    private readonly budget: BodyBudget,
+    private readonly budget: ValueRoom,
     private readonly onCancel: () => void = () => undefined,
   ) {}
 

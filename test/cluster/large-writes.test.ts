@@ -25,13 +25,13 @@ const MiB = 1024 * 1024;
 const LIMIT = '16 MiB';
 const VALUE = 96 * MiB;
 
-/** Nodes `names`, both vdisks with a replica on each of `holders`, a 16 MiB budget for values in flight. */
-function cluster(t: Test, names: string[], holders: string[], quorum: number): Promise<TestCluster> {
+/** Nodes `names`, both vdisks with a replica on each of `holders`, node.yaml's `extra` keys (a 16 MiB budget for values in flight unless they say otherwise). */
+function cluster(t: Test, names: string[], holders: string[], quorum: number, extra: Record<string, unknown> = { http_body_memory_limit: LIMIT }, checkInterval?: string): Promise<TestCluster> {
   return TestCluster.start(t, {
     nodes: names,
     replicas: [holders, holders],
     keySize: 8,
-    opts: { quorum, httpMaxBodySize: '128 MiB', extra: { http_body_memory_limit: LIMIT } },
+    opts: { quorum, checkInterval, httpMaxBodySize: '128 MiB', extra },
   });
 }
 
@@ -95,16 +95,8 @@ t.test('a node that holds no replica passes the value on in parts to both', asyn
 });
 
 t.test('64 uploads of 8 MiB at once through a cluster: each stored on both replicas, or refused before its body', async (t) => {
-  const c = await TestCluster.start(t, {
-    nodes: ['n1', 'n2'],
-    replicas: [
-      ['n1', 'n2'],
-      ['n1', 'n2'],
-    ],
-    keySize: 8,
-    // The default limit lets 128 such uploads stream at once, the windows of 64 more than may wait for one peer.
-    opts: { quorum: 2, httpMaxBodySize: '128 MiB' },
-  });
+  // The default limit lets 128 such uploads stream at once, the windows of 64 more than may wait for one peer.
+  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 2, {});
   await c.waitLinks();
   const value = new Rng(16).bytes(8 * MiB);
   const answers = await Promise.all(
@@ -149,15 +141,7 @@ t.test('a replica killed in the middle of a value holds nothing of it; the other
 });
 
 t.test('a replica that missed a value larger than the limit gets it from anti-entropy, in parts', async (t) => {
-  const c = await TestCluster.start(t, {
-    nodes: ['n1', 'n2'],
-    replicas: [
-      ['n1', 'n2'],
-      ['n1', 'n2'],
-    ],
-    keySize: 8,
-    opts: { quorum: 1, checkInterval: '500ms', httpMaxBodySize: '128 MiB', extra: { http_body_memory_limit: LIMIT, anti_entropy: { interval: '2s' } } },
-  });
+  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 1, { http_body_memory_limit: LIMIT, anti_entropy: { interval: '2s' } }, '500ms');
   await c.waitLinks();
   const value = new Rng(15).bytes(48 * MiB);
   const status = await slowPost(c.url('n1'), 506, value, async (sent) => {
