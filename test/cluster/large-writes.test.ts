@@ -16,6 +16,7 @@ import { newOperation } from '../../src/grpc/operation-codec';
 import { OperationKind, OperationMsg, ResultMsg } from '../../src/grpc/proto';
 import { bobApiService, keyBytes } from '../helpers/grpc-client';
 import { hello, RawLink } from '../helpers/link-client';
+import { RawStream } from '../helpers/raw-stream';
 import { peakRss } from '../helpers/memory';
 import { startRestNode } from '../rest/lib/node';
 import { Rng } from '../robustness/lib';
@@ -245,6 +246,26 @@ t.test('a peer sends a value in parts: each part answered once written, the valu
   link.send({ ops: [parts[2]] });
   t.equal((await results(link, [3])).get(3)?.code ?? 0, 0, 'the last part is answered with the put');
   t.ok(Buffer.from(await (await fetch(`${node.url}/data/601`)).arrayBuffer()).equals(value), 'the value reads back byte-exact');
+});
+
+t.test('the same over a Replicas.Operations gRPC stream; one that ends in the middle leaves nothing', async (t) => {
+  const { node, status } = await partsNode(t);
+  const value = new Rng(17).bytes(600 * 1024);
+  const third = value.length / 3;
+  const parts = [0, 1, 2].map((i) => part(i + 1, 621, value.length, i * third, value.subarray(i * third, (i + 1) * third)));
+  const stream = new RawStream(node.files.addresses.solo);
+  t.teardown(() => stream.close());
+  stream.write(stream.frame(parts));
+  await waitFor('the three parts', () => [1, 2, 3].every((id) => stream.results.has(id)), 10_000, 20);
+  t.same([1, 2, 3].map((id) => stream.results.get(id)?.code ?? 0), [0, 0, 0], 'every part is answered');
+  t.ok(Buffer.from(await (await fetch(`${node.url}/data/621`)).arrayBuffer()).equals(value), 'the value reads back byte-exact');
+
+  const cut = new RawStream(node.files.addresses.solo);
+  cut.write(cut.frame([part(1, 622, value.length, 0, value.subarray(0, third))]));
+  await waitFor('the first part', () => cut.results.has(1), 10_000, 20);
+  cut.close();
+  await sleep(500);
+  t.equal(await status(622), 404, 'a put whose stream ended before its last part holds nothing');
 });
 
 t.test('parts out of order, aborted, cut off or idle leave nothing readable', async (t) => {

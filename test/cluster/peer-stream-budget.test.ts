@@ -10,14 +10,14 @@
 // about many keys a few thousand at a time. Two nodes coordinating writes to
 // each other do not wait for each other's room, and random batches, stalls
 // and hang-ups give every room back. Real oysterd processes.
-import http2 from 'node:http2';
 import fs from 'node:fs';
 import t from 'tap';
 import type { Test } from 'tap';
 import YAML from 'yaml';
-import { decodeResultBatch, encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
+import { encodeOperationBatch, newOperation } from '../../src/grpc/operation-codec';
 import { OperationKind, OperationMsg, ResultMsg } from '../../src/grpc/proto';
 import { frame, hello, RawLink } from '../helpers/link-client';
+import { RawStream } from '../helpers/raw-stream';
 import { peakRss } from '../helpers/memory';
 import { batchBytes, bodyBytes } from '../rest/lib/metrics';
 import { startRestNode } from '../rest/lib/node';
@@ -100,56 +100,6 @@ t.test('links stalling large batches hold at most the limit; small operations ar
   await waitFor('the budget to empty', async () => (await batchBytes(node.url)) === 0, 5000);
   t.pass('every room was given back');
 });
-
-/** A Replicas.Operations stream spoken as raw HTTP/2 and gRPC framing: batches out, results in. */
-class RawStream {
-  readonly results = new Map<number, ResultMsg>();
-  private bytes = Buffer.alloc(0);
-  private readonly session: http2.ClientHttp2Session;
-  private readonly stream: http2.ClientHttp2Stream;
-  readonly closed: Promise<void>;
-
-  constructor(address: string) {
-    this.session = http2.connect(`http://${address}`);
-    this.session.on('error', () => undefined);
-    this.stream = this.session.request({ ':method': 'POST', ':path': '/oyster.Replicas/Operations', 'content-type': 'application/grpc', te: 'trailers' });
-    this.stream.on('error', () => undefined);
-    this.stream.on('data', (c: Buffer) => {
-      this.bytes = Buffer.concat([this.bytes, c]);
-      while (this.bytes.length >= 5 && this.bytes.length >= 5 + this.bytes.readUInt32BE(1)) {
-        const n = this.bytes.readUInt32BE(1);
-        for (const r of decodeResultBatch(this.bytes.subarray(5, 5 + n)).results) this.results.set(r.id, r);
-        this.bytes = this.bytes.subarray(5 + n);
-      }
-    });
-    // The call's status: in the answer's headers when nothing was answered before it, else in its trailers.
-    const status = (h: http2.IncomingHttpHeaders) => h['grpc-status'] !== undefined && (this.status = Number(h['grpc-status']));
-    this.stream.on('response', status);
-    this.stream.on('trailers', status);
-    this.closed = new Promise((resolve) => this.stream.on('close', () => resolve()));
-    this.stream.on('end', () => (this.ended = true));
-    this.stream.on('close', () => (this.ended = true));
-  }
-
-  /** The node ended the call. */
-  ended = false;
-  status: number | null = null;
-
-  frame(ops: OperationMsg[]): Buffer {
-    const m = encodeOperationBatch({ ops });
-    const prefix = Buffer.alloc(5);
-    prefix.writeUInt32BE(m.length, 1);
-    return Buffer.concat([prefix, m]);
-  }
-
-  write(bytes: Buffer): void {
-    this.stream.write(bytes);
-  }
-
-  close(): void {
-    this.session.destroy();
-  }
-}
 
 t.test('gRPC Operations streams stalling large batches hold at most the limit', async (t) => {
   const { node, address, pid } = await budgetNode(t);
