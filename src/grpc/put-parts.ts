@@ -65,9 +65,10 @@ export class PutParts {
       this.drop(id, put, err);
       return failed(err);
     }
-    clearTimeout(put.timer);
-    put.timer = this.idleTimer(id, put);
     const last = offset + bytes.length === size;
+    clearTimeout(put.timer);
+    // Once the value is whole, the put's own time is its writes'.
+    if (!last) put.timer = this.idleTimer(id, put);
     const answer = { done, failed };
     put.waiting.push(answer);
     value.push([bytes], () => {
