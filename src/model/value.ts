@@ -113,7 +113,10 @@ export async function writeInLots(value: IncomingValue, write: (pieces: Buffer[]
   let written: Promise<void> | null = null;
   for (let pieces = await value.next(); pieces !== null; pieces = await nextUnlessFailed(value, written)) {
     const lot = write(pieces);
-    written = Promise.all([written, lot]).then(() => value.written());
+    lot.catch(() => undefined); // its failure is told through `written`
+    // In order: the failure told is the first lot's that failed, not that
+    // of a lot after it, which may fail sooner for that one's sake.
+    written = (written ?? Promise.resolve()).then(() => lot).then(() => value.written());
     written.catch(() => undefined); // awaited below, or raced with the next lot
   }
   await written;
