@@ -18,7 +18,8 @@ interface OpenPut {
   readonly value: PushedValue;
   /** Answers of parts pushed and not written yet, oldest first; the last part's waits for the put. */
   readonly waiting: Array<{ done: () => void; failed: (err: unknown) => void }>;
-  timer: NodeJS.Timeout;
+  /** Drops the put when no part comes in time; none once the value is whole. */
+  timer: NodeJS.Timeout | null;
 }
 
 export class PutParts {
@@ -29,11 +30,6 @@ export class PutParts {
     private readonly budget: ValueRoom,
     private readonly idleMs: number,
   ) {}
-
-  /** Puts open now. */
-  get size(): number {
-    return this.open.size;
-  }
 
   /** Runs one PUT_PART of `key` at `version`; `done` or `failed` is called once, when it is answered. */
   take(op: OperationMsg, key: Buffer, version: Version, done: () => void, failed: (err: unknown) => void): void {
@@ -66,9 +62,9 @@ export class PutParts {
       return failed(err);
     }
     const last = offset + bytes.length === size;
-    clearTimeout(put.timer);
+    if (put.timer !== null) clearTimeout(put.timer);
     // Once the value is whole, the put's own time is its writes'.
-    if (!last) put.timer = this.idleTimer(id, put);
+    put.timer = last ? null : this.idleTimer(id, put);
     const answer = { done, failed };
     put.waiting.push(answer);
     value.push([bytes], () => {
@@ -86,11 +82,11 @@ export class PutParts {
   }
 
   private begin(id: string, key: Buffer, version: Version, size: number): OpenPut {
-    const put: OpenPut = { value: new PushedValue(size, this.budget), waiting: [], timer: setTimeout(() => undefined, 0) };
+    const put: OpenPut = { value: new PushedValue(size, this.budget), waiting: [], timer: null };
     put.timer = this.idleTimer(id, put);
     this.open.set(id, put);
     const settled = (err: unknown) => {
-      clearTimeout(put.timer);
+      if (put.timer !== null) clearTimeout(put.timer);
       put.value.release();
       if (this.open.get(id) === put) this.open.delete(id);
       const waiting = put.waiting.splice(0);
@@ -113,7 +109,7 @@ export class PutParts {
   // The put fails with `err`: its writes are aborted, its parts answered with it as it settles.
   private drop(id: string, put: OpenPut, err: Error): void {
     if (this.open.get(id) === put) this.open.delete(id);
-    clearTimeout(put.timer);
+    if (put.timer !== null) clearTimeout(put.timer);
     put.value.fail(err);
   }
 }
