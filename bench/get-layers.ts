@@ -46,7 +46,7 @@ async function main(): Promise<void> {
       repair: new ReadRepair({ node: () => store, load: async (key) => {
           const r = await store.get(key, 'normal');
           return r && { record: r, give: () => undefined };
-        }, maxInFlight: 64, log: silentLogger, onRepair: () => undefined }),
+        }, open: async (key) => store.get(key, 'normal', true), room: node.bodyBudget, maxInFlight: 64, log: silentLogger, onRepair: () => undefined }),
       log: silentLogger,
       onUnanswered: () => undefined,
     });

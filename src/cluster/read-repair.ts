@@ -6,11 +6,15 @@
 // key; a repair beyond that is dropped (anti-entropy catches up later) and
 // counted. A large value that was read in parts (opened) is read again
 // whole for its repair, from a replica that holds it, within the memory for
-// values in flight, and held only while it is written.
+// values in flight, and held only while it is written; one larger than that
+// memory is read again a part at a time and written to each stale node that
+// takes values in parts as it is read (ReadValue), two parts at most held.
 import { compareRecords, StoredRecord } from '../model/version';
 import { Logger } from '../logging/logger';
+import { errors } from '../model/errors';
 import { NodeApi } from '../model/node-api';
-import { isOpened, OpenedValue } from '../model/value';
+import { ValueRoom } from '../model/pushed-value';
+import { IncomingValue, isOpened, OpenedValue } from '../model/value';
 
 export type RepairOutcome = 'repaired' | 'failed' | 'dropped';
 
@@ -28,6 +32,10 @@ export interface ReadRepairParts {
    * null when it holds none. Rejects when there is no room for it.
    */
   load: (key: Buffer, from: RepairSource, size: number) => Promise<{ record: StoredRecord; give(): void } | null>;
+  /** The newest record of key in `from`, a large value opened (read in parts); null when it holds none. */
+  open: (key: Buffer, from: RepairSource) => Promise<StoredRecord | OpenedValue | null>;
+  /** The memory for values in flight: a value larger than it is repaired in parts, which take two of them from it. */
+  room: ValueRoom;
   maxInFlight: number;
   log: Logger;
   onRepair?: (outcome: RepairOutcome) => void;
@@ -58,6 +66,10 @@ export class ReadRepair {
   private async repair(key: Buffer, record: StoredRecord | OpenedValue, nodes: string[], from: RepairSource | undefined): Promise<void> {
     if (!isOpened(record)) {
       await Promise.allSettled(nodes.map((n) => this.write(n, key, record)));
+      return;
+    }
+    if (from !== undefined && record.size > this.parts.room.limit) {
+      for (const n of nodes) await this.writeInParts(n, key, record, from);
       return;
     }
     let loaded: Awaited<ReturnType<ReadRepairParts['load']>>;
@@ -93,8 +105,84 @@ export class ReadRepair {
     }
   }
 
+  /** Writes the value of `record`, read again from `from` a part at a time, to node `name` as it is read. */
+  private async writeInParts(name: string, key: Buffer, record: OpenedValue, from: RepairSource): Promise<void> {
+    const node = this.parts.node(name);
+    const room = 2 * Math.min(PART, record.size);
+    let opened: StoredRecord | OpenedValue | null = null;
+    let held = false;
+    try {
+      if (!(await node.takesParts(key))) throw errors.unavailable(`${name} takes no values in parts, and a value of ${record.size} bytes cannot be held whole`);
+      if (!(await this.parts.room.take(room))) throw errors.unavailable(this.parts.room.refusal);
+      held = true;
+      opened = await this.parts.open(key, from);
+      // Older than the record read (its holder lost it since): nothing to repair with.
+      if (!isOpened(opened) || compareRecords(opened, record) < 0) throw new Error(`${from.node} (${from.store}) no longer holds the version read`);
+      await node.putIncoming(key, opened.version, new ReadValue(opened));
+      this.parts.onRepair?.('repaired');
+    } catch (err) {
+      this.failed(name, err);
+    } finally {
+      if (isOpened(opened)) opened.reader.close();
+      if (held) this.parts.room.give(room);
+    }
+  }
+
   private failed(name: string, err: unknown): void {
     this.parts.onRepair?.('failed');
     this.parts.log.debug({ node: name, err: (err as Error).message }, 'read repair failed');
+  }
+}
+
+/** Bytes of a value repaired in parts read at a time. */
+const PART = 1024 * 1024;
+
+/**
+ * A stored value read again as an IncomingValue, a part at a time into two
+ * buffers of its own: a part is read when asked for, once at most one other
+ * is out and not yet written.
+ */
+class ReadValue implements IncomingValue {
+  readonly size: number;
+  private at = 0;
+  private handed = 0;
+  private released = 0;
+  private readonly buffers: Buffer[] = [];
+  private wake: (() => void) | null = null;
+  private cancelled = false;
+
+  constructor(private readonly opened: OpenedValue) {
+    this.size = opened.size;
+  }
+
+  whole(): Promise<Buffer> {
+    return Promise.reject(errors.unavailable(`a value of ${this.size} bytes is repaired in parts, not held whole`));
+  }
+
+  async next(): Promise<Buffer[] | null> {
+    while (!this.cancelled && this.handed - this.released >= 2) await new Promise<void>((resolve) => (this.wake = resolve));
+    if (this.cancelled) throw new Error('the repair was cancelled');
+    if (this.at >= this.size) return null;
+    const piece = (this.buffers[this.handed % 2] ??= Buffer.allocUnsafe(Math.min(PART, this.size))).subarray(0, Math.min(PART, this.size - this.at));
+    await this.opened.reader.read(this.at, piece);
+    this.at += piece.length;
+    this.handed++;
+    return [piece];
+  }
+
+  written(): void {
+    this.released++;
+    this.woken();
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    this.woken();
+  }
+
+  private woken(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
   }
 }

@@ -287,6 +287,8 @@ export class OysterNode {
             throw err;
           }
         },
+        open: async (key, from) => (await (from.node === this.topology.self.name ? this.store : this.peers.get(from.node))?.get(key, from.store, true)) ?? null,
+        room: bodyBudget,
         log: cluster,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
       }),

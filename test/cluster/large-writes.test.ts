@@ -3,8 +3,8 @@
 // the coordinator and the replicas hold a few MiB of it whatever its size,
 // and a value several times http_body_memory_limit is stored — held whole,
 // it was refused with 413. A replica that dies in the middle misses the
-// value and holds nothing of it, and anti-entropy brings it the value
-// later, a part at a time; a client that hangs up leaves nothing on
+// value and holds nothing of it, and anti-entropy or a read's repair brings
+// it the value later, a part at a time; a client that hangs up leaves nothing on
 // any node; a peer's put in parts that stops following its parts (out of
 // order, aborted, its stream gone, idle past http_request_timeout) is
 // dropped with nothing readable. Real oysterd processes over REST, gRPC and
@@ -141,21 +141,45 @@ t.test('a replica killed in the middle of a value holds nothing of it; the other
   t.ok(held === null || held.equals(value), `n2 holds ${held === null ? 'nothing' : 'the whole value'} after its restart`);
 });
 
-t.test('a replica that missed a value larger than the limit gets it from anti-entropy, in parts', async (t) => {
-  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 1, { http_body_memory_limit: LIMIT, anti_entropy: { interval: '2s' } }, '500ms');
+/**
+ * Two nodes holding both vdisks, quorum 1, node.yaml's `extra` keys: a
+ * value of 48 MiB, three times the limit, written to key through n1 while
+ * n2 is killed in the middle of it; n2 started again, without it.
+ */
+async function missedByN2(t: Test, key: number, seed: number, extra: Record<string, unknown>): Promise<{ c: TestCluster; value: Buffer }> {
+  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 1, { http_body_memory_limit: LIMIT, ...extra }, '500ms');
   await c.waitLinks();
-  const value = new Rng(15).bytes(48 * MiB);
-  const status = await slowPost(c.url('n1'), 506, value, async (sent) => {
+  const value = new Rng(seed).bytes(48 * MiB);
+  const status = await slowPost(c.url('n1'), key, value, async (sent) => {
     if (sent === 8 * MiB) await c.kill('n2');
   });
   t.equal(status, 201, 'stored on n1 alone');
   await c.startNode('n2');
+  return { c, value };
+}
+
+t.test('a replica that missed a value larger than the limit gets it from anti-entropy, in parts', async (t) => {
+  const { c, value } = await missedByN2(t, 506, 15, { anti_entropy: { interval: '2s' } });
   await waitFor('n2 to hold the value', () => holds(c, 'n2', 506), 60_000, 250);
   const pid = c.proc('n2').child.pid!;
   t.ok(peakRss(pid) < 256 * MiB, `n2's peak resident set ${(peakRss(pid) / MiB).toFixed(0)} MiB`);
   // With n1 stopped, n2 answers from its own replica.
   await c.stop('n1');
   const got = Buffer.from(await (await fetch(`${c.url('n2')}/data/506`)).arrayBuffer());
+  t.ok(got.equals(value), "n2's copy is byte-exact");
+});
+
+t.test('a replica that missed a value larger than the limit is repaired by a read, in parts', async (t) => {
+  const { c, value } = await missedByN2(t, 507, 18, { anti_entropy: { enabled: false } });
+  await c.waitLinks();
+  t.equal(await holds(c, 'n2', 507), false, 'n2 missed it');
+  const read = Buffer.from(await (await fetch(`${c.url('n1')}/data/507`)).arrayBuffer());
+  t.ok(read.equals(value), 'a GET through n1 reads it');
+  await waitFor('n2 to be repaired', () => holds(c, 'n2', 507), 30_000, 250);
+  const metrics = await (await fetch(`${c.url('n1')}/metrics`)).text();
+  t.match(metrics, /oyster_read_repairs_total\{outcome="repaired"\} [1-9]/, 'counted as repaired');
+  await c.stop('n1');
+  const got = Buffer.from(await (await fetch(`${c.url('n2')}/data/507`)).arrayBuffer());
   t.ok(got.equals(value), "n2's copy is byte-exact");
 });
 
