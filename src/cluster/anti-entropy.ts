@@ -31,7 +31,8 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, formatVersion, StoredRecord } from '../model/version';
-import { isOpened, OpenedValue } from '../model/value';
+import { isOpened, OpenedValue, writeInLots } from '../model/value';
+import { ReadValue } from '../model/read-value';
 import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
 import { Topology } from '../model/topology';
@@ -42,8 +43,6 @@ export const DIGEST_BITS = 12;
 const BUCKETS_PER_REQUEST = 256;
 /** Records copied at once. */
 const COPY_CONCURRENCY = 16;
-/** A large value is copied this many bytes at a time. */
-const COPY_PART = 1024 * 1024;
 /**
  * A refill reads a file in ranges of this many bytes, each one ReadFile
  * stream, this many at once: one stream alone leaves both nodes waiting on
@@ -238,8 +237,8 @@ export class AntiEntropy {
   }
 
   /**
-   * Writes an opened value into `local` as it is read, COPY_PART bytes at a
-   * time: a value of any size, in the memory of one part (one larger than
+   * Writes an opened value into `local` as it is read, READ_PART bytes at a
+   * time: a value of any size, in the memory of two parts (one larger than
    * http_body_memory_limit could not be read whole). Nothing of it is
    * readable here unless all of it was read, checked and written.
    */
@@ -247,13 +246,10 @@ export class AntiEntropy {
     try {
       const stream = await local.write((v) => v.beginStream(key, value.version, value.size));
       try {
-        const part = Buffer.allocUnsafe(Math.min(COPY_PART, value.size));
-        for (let at = 0; at < value.size; at += part.length) {
-          const piece = part.subarray(0, Math.min(part.length, value.size - at));
-          await this.tokens.take(piece.length);
-          await value.reader.read(at, piece);
-          await local.disk.use(() => stream.append([piece]));
-        }
+        await writeInLots(new ReadValue(value), async (pieces) => {
+          await this.tokens.take(pieces[0].length);
+          await local.disk.use(() => stream.append(pieces));
+        });
         await local.disk.use(() => stream.finish());
       } catch (err) {
         await stream.abort().catch(() => undefined);

@@ -14,7 +14,8 @@ import { Logger } from '../logging/logger';
 import { errors } from '../model/errors';
 import { NodeApi } from '../model/node-api';
 import { ValueRoom } from '../model/pushed-value';
-import { IncomingValue, isOpened, OpenedValue } from '../model/value';
+import { isOpened, OpenedValue } from '../model/value';
+import { READ_PART, ReadValue } from '../model/read-value';
 
 export type RepairOutcome = 'repaired' | 'failed' | 'dropped';
 
@@ -108,7 +109,7 @@ export class ReadRepair {
   /** Writes the value of `record`, read again from `from` a part at a time, to node `name` as it is read. */
   private async writeInParts(name: string, key: Buffer, record: OpenedValue, from: RepairSource): Promise<void> {
     const node = this.parts.node(name);
-    const room = 2 * Math.min(PART, record.size);
+    const room = 2 * Math.min(READ_PART, record.size);
     let opened: StoredRecord | OpenedValue | null = null;
     let held = false;
     try {
@@ -131,58 +132,5 @@ export class ReadRepair {
   private failed(name: string, err: unknown): void {
     this.parts.onRepair?.('failed');
     this.parts.log.debug({ node: name, err: (err as Error).message }, 'read repair failed');
-  }
-}
-
-/** Bytes of a value repaired in parts read at a time. */
-const PART = 1024 * 1024;
-
-/**
- * A stored value read again as an IncomingValue, a part at a time into two
- * buffers of its own: a part is read when asked for, once at most one other
- * is out and not yet written.
- */
-class ReadValue implements IncomingValue {
-  readonly size: number;
-  private at = 0;
-  private handed = 0;
-  private released = 0;
-  private readonly buffers: Buffer[] = [];
-  private wake: (() => void) | null = null;
-  private cancelled = false;
-
-  constructor(private readonly opened: OpenedValue) {
-    this.size = opened.size;
-  }
-
-  whole(): Promise<Buffer> {
-    return Promise.reject(errors.unavailable(`a value of ${this.size} bytes is repaired in parts, not held whole`));
-  }
-
-  async next(): Promise<Buffer[] | null> {
-    while (!this.cancelled && this.handed - this.released >= 2) await new Promise<void>((resolve) => (this.wake = resolve));
-    if (this.cancelled) throw new Error('the repair was cancelled');
-    if (this.at >= this.size) return null;
-    const piece = (this.buffers[this.handed % 2] ??= Buffer.allocUnsafe(Math.min(PART, this.size))).subarray(0, Math.min(PART, this.size - this.at));
-    await this.opened.reader.read(this.at, piece);
-    this.at += piece.length;
-    this.handed++;
-    return [piece];
-  }
-
-  written(): void {
-    this.released++;
-    this.woken();
-  }
-
-  cancel(): void {
-    this.cancelled = true;
-    this.woken();
-  }
-
-  private woken(): void {
-    const w = this.wake;
-    this.wake = null;
-    w?.();
   }
 }

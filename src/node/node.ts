@@ -37,6 +37,7 @@ import { startAtZero } from '../metrics/zeros';
 import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
 import { BodyBudget } from '../rest/body-budget';
+import { NodeApi } from '../model/node-api';
 import { alienLocation, createNodeStore } from './storage';
 import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
 import { versionInfo } from './version';
@@ -211,7 +212,7 @@ export class OysterNode {
     const handoff = new AlienHandoff({
       topology: this.topology,
       store: this.store,
-      nodeApi: (owner) => (owner === this.topology.self.name ? this.store : this.peers.get(owner)),
+      nodeApi: (owner) => this.nodeApi(owner),
       links,
       log: cluster,
       intervalMs: Math.max(1000, config.node.checkInterval),
@@ -241,6 +242,11 @@ export class OysterNode {
     return this.options.log;
   }
 
+  /** The storage of a node of the cluster: this one's, or a peer's client; undefined for a name that is neither. */
+  private nodeApi(name: string): NodeApi | undefined {
+    return name === this.topology.self.name ? this.store : this.peers.get(name);
+  }
+
   private logPart(part: LogPart): Logger {
     return this.options.logs?.part(part) ?? this.options.log;
   }
@@ -268,7 +274,7 @@ export class OysterNode {
       isAvailable: (n) => this.links.isAvailable(n),
       budget: bodyBudget,
       repair: new ReadRepair({
-        node: (n) => (n === this.topology.self.name ? this.store : this.peers.get(n)!),
+        node: (n) => this.nodeApi(n)!,
         maxInFlight: 64,
         // A large value is read whole for its repair, once the memory for values in flight has room for it.
         load: async (key, from, size) => {
@@ -279,7 +285,7 @@ export class OysterNode {
             held = false;
           };
           try {
-            const r = await (from.node === this.topology.self.name ? this.store : this.peers.get(from.node))?.get(key, from.store);
+            const r = await this.nodeApi(from.node)?.get(key, from.store);
             if (!r) give();
             return r ? { record: r, give } : null;
           } catch (err) {
@@ -287,7 +293,7 @@ export class OysterNode {
             throw err;
           }
         },
-        open: async (key, from) => (await (from.node === this.topology.self.name ? this.store : this.peers.get(from.node))?.get(key, from.store, true)) ?? null,
+        open: async (key, from) => (await this.nodeApi(from.node)?.get(key, from.store, true)) ?? null,
         room: bodyBudget,
         log: cluster,
         onRepair: (outcome) => this.metrics.readRepairs.inc({ outcome }),
