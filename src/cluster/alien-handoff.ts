@@ -2,7 +2,8 @@
 // once the owners are reachable (beyond bob). Per alien partition: seal it
 // (new alien writes go to a fresh partition, reads still see it), send the
 // newest record of every key — values and tombstones, with their original
-// versions — to the owner as force_node requests, and remove the partition
+// versions — to the owner as force_node requests (a value over 64 KiB in
+// parts, read as they are sent, to an owner that takes them), and remove the partition
 // only when every record arrived. A failure leaves the partition in place and
 // retries the owner later with back-off. Delivery is idempotent and cannot
 // undo anything: the owner keeps whichever record is newer in the order of
@@ -10,8 +11,11 @@
 import { Logger } from '../logging/logger';
 import { LinkManager } from './link-manager';
 import { NodeApi } from '../model/node-api';
+import { ReadValue } from '../model/read-value';
+import { isOpened, WHOLE_UP_TO } from '../model/value';
 import { Topology } from '../model/topology';
 import { NodeStore } from '../store/node-store';
+import { EngineSet } from '../store/engine';
 import { Partition } from '../store/partition';
 import { Vdisk } from '../store/vdisk';
 
@@ -118,6 +122,7 @@ export class AlienHandoff {
 
   private async deliverPartition(partition: Partition, target: NodeApi): Promise<number> {
     const entries = await partition.engine.snapshot();
+    const records = new EngineSet([partition.engine]);
     let next = 0;
     const worker = async () => {
       while (next < entries.length) {
@@ -126,8 +131,23 @@ export class AlienHandoff {
           await target.delete(e.key, e.version, { isAlien: false, forceAlienNodes: [] });
           continue;
         }
-        const r = await partition.engine.get(e.key);
-        if (r?.kind === 'found') await target.put(e.key, r.version, r.value, []);
+        // A large value goes in parts, a part at a time read and sent, to an
+        // owner that takes them: held whole, one larger than the owner's
+        // limits would never arrive, and its partition never leave.
+        const r = await records.openNewest(e.key, WHOLE_UP_TO);
+        if (isOpened(r)) {
+          try {
+            if (await target.takesParts(e.key)) {
+              await target.putIncoming(e.key, r.version, new ReadValue(r));
+              continue;
+            }
+          } finally {
+            r.reader.close();
+          }
+          // A bob owner takes values whole.
+          const whole = await partition.engine.get(e.key);
+          if (whole?.kind === 'found') await target.put(e.key, whole.version, whole.value, []);
+        } else if (r?.kind === 'found') await target.put(e.key, r.version, r.value, []);
         else if (r?.kind === 'deleted') await target.delete(e.key, r.version, { isAlien: false, forceAlienNodes: [] });
       }
     };

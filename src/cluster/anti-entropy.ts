@@ -177,9 +177,11 @@ export class AntiEntropy {
     // Every other replica: the local ones but this, and one per peer.
     const { topology } = this.parts;
     let unasked = replicas.length - (self ? 1 : 0) + topology.targetNodes(vdisk.id).filter((n) => n !== topology.self.name).length;
-    let record: StoredRecord | null = null;
+    let record: StoredRecord | OpenedValue | null = null;
     let source = '';
-    const answers = await Promise.allSettled(this.sourcesFor(vdisk.id, self, true).map(async (s) => ({ name: s.name, record: await s.get(damage.key) })));
+    // Large values come opened, read in parts below: held whole, one larger
+    // than http_body_memory_limit could never be repaired.
+    const answers = await Promise.allSettled(this.sourcesFor(vdisk.id, self, true).map(async (s) => ({ name: s.name, record: await s.get(damage.key, true) })));
     for (const a of answers) {
       if (a.status === 'rejected') continue;
       unasked--;
@@ -188,19 +190,22 @@ export class AntiEntropy {
         source = a.value.name;
       }
     }
-    const covers = (r: StoredRecord | null): r is StoredRecord => r !== null && compareVersions(r.version, damage.version) >= 0;
-    if (!covers(record) && damage.tombstone) {
+    for (const a of answers) if (a.status === 'fulfilled' && a.value.record !== record && isOpened(a.value.record)) a.value.record.reader.close();
+    if (record === null || compareVersions(record.version, damage.version) < 0) {
+      // Older than the damaged record: of no use.
+      if (isOpened(record)) record.reader.close();
+      if (!damage.tombstone) {
+        return unasked > 0
+          ? { outcome: 'failed', detail: `${unasked} replica(s) could not be asked` }
+          : { outcome: 'unrepairable', detail: `no replica holds version ${formatVersion(damage.version)} or newer` };
+      }
       record = { kind: 'deleted', version: damage.version };
       source = 'its index entry';
     }
-    if (!covers(record)) {
-      return unasked > 0
-        ? { outcome: 'failed', detail: `${unasked} replica(s) could not be asked` }
-        : { outcome: 'unrepairable', detail: `no replica holds version ${formatVersion(damage.version)} or newer` };
-    }
     this.parts.clock.observe(record.version);
     const r = record;
-    await disk.write(() => (r.kind === 'found' ? vdisk.put(damage.key, r.version, r.value) : vdisk.delete(damage.key, r.version)));
+    if (isOpened(r)) await this.copyInParts({ disk, vdisk: () => vdisk }, damage.key, r);
+    else await disk.write(() => (r.kind === 'found' ? vdisk.put(damage.key, r.version, r.value) : vdisk.delete(damage.key, r.version)));
     return { outcome: 'repaired', detail: source };
   }
 
@@ -242,9 +247,9 @@ export class AntiEntropy {
    * http_body_memory_limit could not be read whole). Nothing of it is
    * readable here unless all of it was read, checked and written.
    */
-  private async copyInParts(local: LocalReplica, key: Buffer, value: OpenedValue): Promise<void> {
+  private async copyInParts(local: Pick<LocalReplica, 'disk' | 'vdisk'>, key: Buffer, value: OpenedValue): Promise<void> {
     try {
-      const stream = await local.write((v) => v.beginStream(key, value.version, value.size));
+      const stream = await local.disk.write(() => local.vdisk().beginStream(key, value.version, value.size));
       try {
         await writeInLots(new ReadValue(value), async (pieces) => {
           await this.tokens.take(pieces[0].length);

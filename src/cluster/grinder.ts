@@ -8,9 +8,10 @@
 // replicas acknowledged; replicas that failed get alien copies on other
 // nodes (or here). As in bob, the PUT also succeeds below quorum when every
 // failed replica's copy was stored as an alien. A DELETE writes tombstones
-// the same way. A large value arriving in pieces goes to every replica as it
-// comes where all of them can take it so (putInParts): no node holds it
-// whole, so a replica that fails it gets no alien copy.
+// the same way. A large value arriving in pieces goes to the replicas that
+// are up as it comes where all of them can take it so (putInParts): no node
+// holds it whole, so the alien copies of the replicas that were down or
+// failed it are read back from one that took it, and written on this node.
 //
 // A GET asks one replica (this node when it is one) for the record and the
 // others for its version only, skips peers known to be down, and answers
@@ -27,7 +28,7 @@ import { errors, isOysterError, OysterError } from '../model/errors';
 import { groupByVdisk, keySpread, vdiskOf } from '../keys/distribution';
 import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
-import { compareRecords, KeyState, StoredRecord, StoredTombstone, StoredValue, Version } from '../model/version';
+import { compareRecords, compareVersions, KeyState, StoredRecord, StoredTombstone, StoredValue, Version } from '../model/version';
 import { IncomingValue, isIncoming, isOpened, OpenedValue } from '../model/value';
 import { DataApi } from '../model/data-api';
 import { mapAnswer, MaybePromise } from '../model/maybe-promise';
@@ -39,6 +40,7 @@ import { SupportNodes } from './support-nodes';
 import { Topology } from '../model/topology';
 import { ValueRoom } from '../model/pushed-value';
 import { teeValue } from './value-tee';
+import { READ_PART, ReadValue } from '../model/read-value';
 
 export type ClusterPolicy = 'quorum' | 'simple';
 
@@ -100,17 +102,22 @@ export class Grinder implements DataApi {
     const vdisk = this.vdiskOf(key);
     const targets = this.topology.targetNodes(vdisk);
     const self = this.topology.self.name;
-    // A value that arrives in pieces is written as it comes where this node
-    // holds every replica, and sent on in parts to replicas on Oyster peers
-    // that are up; otherwise it is held whole (bob peers take whole values,
-    // and alien copies need the value in hand).
-    if (isIncoming(incoming) && (await this.allTakeParts(targets, key))) {
-      if (targets.length === 1 && targets[0] === self) {
-        const version = this.stamp(timestamp);
-        await this.parts.local.putIncoming(key, version, incoming);
-        return version;
+    // A value that arrives in pieces is written as it comes into the
+    // replicas on this node and sent on in parts to those on Oyster peers
+    // that are up; the replicas down get alien copies here afterwards. It is
+    // held whole only where a replica that is up takes whole values (a bob
+    // node) or none is up (alien copies elsewhere need the value in hand).
+    if (isIncoming(incoming)) {
+      const up = targets.filter((n) => this.parts.isAvailable(n));
+      if (up.length > 0 && (await this.allTakeParts(up, key))) {
+        if (targets.length === 1 && targets[0] === self) {
+          const version = this.stamp(timestamp);
+          await this.parts.local.putIncoming(key, version, incoming);
+          return version;
+        }
+        const down = targets.filter((n) => !up.includes(n));
+        return this.putInParts(key, vdisk, up, down, incoming, this.stamp(timestamp));
       }
-      return this.putInParts(key, vdisk, targets, incoming, this.stamp(timestamp));
     }
     const value = isIncoming(incoming) ? await incoming.whole() : incoming;
     const version = this.stamp(timestamp);
@@ -184,16 +191,17 @@ export class Grinder implements DataApi {
   }
 
   /**
-   * A value written into every target node's replicas as it arrives, in
+   * A value written into the replicas on the nodes `up` as it arrives, in
    * parts to the peers (teeValue: its memory the client's two windows). It
-   * succeeds as a put does once `quorum` replicas hold it; the nodes that
-   * failed get no alien copies, since no node holds the value whole: they
-   * are out of date until anti-entropy or read repair brings it to them,
-   * as after a write they missed while down.
+   * succeeds as a put does: once `quorum` replicas hold it, or below that
+   * once every replica that failed it, or is on a node `down`, has an alien
+   * copy. No node holds the value whole, so the alien copies are written
+   * here afterwards, read again from a replica that took it
+   * (putAliensFrom); in the background when the quorum was reached.
    */
-  private async putInParts(key: Buffer, vdisk: number, targets: string[], incoming: IncomingValue, version: Version): Promise<Version> {
-    const tee = teeValue(incoming, targets.length, this.parts.budget);
-    const writes = targets.map((n, i) => {
+  private async putInParts(key: Buffer, vdisk: number, up: string[], down: string[], incoming: IncomingValue, version: Version): Promise<Version> {
+    const tee = teeValue(incoming, up.length, this.parts.budget);
+    const writes = up.map((n, i) => {
       const value = tee.values[i];
       // A node that failed lets go of the value at once: the others go on without it.
       return this.node(n)
@@ -207,24 +215,75 @@ export class Grinder implements DataApi {
     const settled = await Promise.allSettled(writes);
     let acked = 0;
     let full: Error | null = null;
-    const failed: string[] = [];
+    const holders: string[] = [];
+    const failed = [...down];
     settled.forEach((r, i) => {
-      if (r.status === 'fulfilled') acked += this.topology.replicasOn(vdisk, targets[i]).length;
-      else {
-        if (isOysterError(r.reason, 'NoSpace')) full ??= r.reason as Error;
-        failed.push(targets[i]);
-        this.log.debug({ node: targets[i], vdisk, err: (r.reason as Error).message }, 'replica write in parts failed');
+      if (r.status === 'fulfilled') {
+        acked += this.topology.replicasOn(vdisk, up[i]).length;
+        holders.push(up[i]);
+        return;
       }
+      this.log.debug({ node: up[i], vdisk, err: (r.reason as Error).message }, 'replica write in parts failed');
+      // Replicas that refused it for want of space get no alien copies, as in put().
+      if (isOysterError(r.reason, 'NoSpace')) full ??= r.reason as Error;
+      else failed.push(up[i]);
     });
     // The client's own failure is its answer (it went away, or its body found no room).
     const source = tee.failure();
     if (source !== null) throw source;
+    if (this.parts.policy === 'simple') {
+      if (acked >= this.parts.quorum) return version;
+      throw errors.failed(`put reached ${acked} of ${this.parts.quorum} replicas`);
+    }
     if (acked >= this.parts.quorum) {
-      if (failed.length > 0) this.log.warn({ vdisk, nodes: failed }, 'a value written in parts missed replicas: anti-entropy or read repair brings it to them');
+      if (failed.length > 0) {
+        void this.putAliensFrom(holders, key, version, failed).catch((err: Error) =>
+          this.log.error({ vdisk, owners: failed, err: err.message }, 'alien copies of a write could not be stored'),
+        );
+      }
       return version;
     }
     if (full) throw full;
-    throw errors.failed(`put reached ${acked} of ${this.parts.quorum} replicas`);
+    if (holders.length === 0) throw errors.failed(`put reached 0 of ${this.parts.quorum} replicas`);
+    await this.putAliensFrom(holders, key, version, failed);
+    return version;
+  }
+
+  /**
+   * Alien copies here for `owners` of the value at `version`, read again a
+   * part at a time from one of `holders` (this node first), nodes whose
+   * replicas took it. Nothing to do once a holder has a newer record of the
+   * key: the write that made it has its own copies.
+   */
+  private async putAliensFrom(holders: string[], key: Buffer, version: Version, owners: string[]): Promise<void> {
+    const self = this.topology.self.name;
+    let lastErr: unknown = null;
+    for (const holder of [...holders].sort((a, b) => Number(b === self) - Number(a === self))) {
+      try {
+        const record = await this.node(holder).get(key, 'normal', true);
+        const order = record === null ? -1 : compareVersions(record.version, version);
+        if (order > 0) {
+          if (isOpened(record)) record.reader.close();
+          return;
+        }
+        if (record === null || order < 0 || record.kind !== 'found') throw errors.failed(`${holder} no longer holds the value written`);
+        if (!isOpened(record)) return await this.parts.local.put(key, version, record.value, owners);
+        // The copy's two parts in memory count against the values in flight, as a client's windows do.
+        const room = 2 * Math.min(READ_PART, record.size);
+        let held = false;
+        try {
+          if (!(await this.parts.budget.take(room))) throw errors.unavailable(this.parts.budget.refusal);
+          held = true;
+          return await this.parts.local.putAliensIncoming(key, version, new ReadValue(record), owners);
+        } finally {
+          record.reader.close();
+          if (held) this.parts.budget.give(room);
+        }
+      } catch (err) {
+        lastErr = err;
+      }
+    }
+    throw failedEverywhere(`no alien copy could be written for ${owners.join(', ')}`, lastErr);
   }
 
   /** Stores alien copies for `owners` on support nodes, falling back to this node. */

@@ -14,7 +14,7 @@ import { DeleteOptions, GetSource, NodeApi } from '../model/node-api';
 import { Topology } from '../model/topology';
 import { compareRecords, KeyState, StoredRecord, Version } from '../model/version';
 import { Disk } from './disk';
-import { IndexBlockCache } from './engine';
+import { IndexBlockCache, PutStream } from './engine';
 import { RecordCache } from './record-cache';
 import { NodeState } from './identity';
 import { AlienPlace, fulfilled, LocalReplica, newestAnswer, Place, rejected } from './place';
@@ -137,9 +137,10 @@ export class NodeStore implements NodeApi {
   }
 
   /**
-   * Written into every local replica as it comes (Vdisk.beginStream) when
-   * all of them are in service and take writes; otherwise put() of the
-   * whole value, which may fall back to an alien copy. A replica that fails
+   * Written as it comes (Vdisk.beginStream) into every local replica in
+   * service, and into an alien copy for this node where one is out of
+   * service, as put() would fall back to. A replica refusing it for want of
+   * space refuses the write before any of it is written. A place that fails
    * mid-value fails the write (the bytes that passed are not kept to be
    * written elsewhere): every stream is aborted, nothing becomes readable,
    * and the caller gets the error.
@@ -152,18 +153,35 @@ export class NodeStore implements NodeApi {
       value.cancel();
       throw errors.noReplica(this.name, vdisk);
     }
-    if (!local.every((r) => r.disk.isReady && r.disk.writable)) return this.putReplicas(vdisk, key, version, await value.whole());
-    const begun = await Promise.allSettled(local.map((r) => r.write((v) => v.beginStream(key, version, value.size))));
-    const streams = begun.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []));
+    const serving = local.filter((r) => r.disk.isReady);
+    const places: StreamPlace[] = serving.map((r) => ({ disk: r.disk, begin: () => r.vdisk().beginStream(key, version, value.size) }));
+    if (serving.length < local.length) places.push(this.alienPlace(this.name, vdisk, key, version, value.size));
+    await streamInto(places, value);
+  }
+
+  /**
+   * put() with `remoteNodes` of a value that arrives in parts: one alien copy
+   * here for each owner, written as the value comes. Rejects as put() does;
+   * a failure leaves none of the copies readable.
+   */
+  async putAliensIncoming(key: Buffer, version: Version, value: IncomingValue, owners: string[]): Promise<void> {
+    this.clock.observe(version);
+    const vdisk = this.vdiskOf(key);
     try {
-      for (const b of begun) if (b.status === 'rejected') throw b.reason;
-      await writeInLots(value, (pieces) => Promise.all(streams.map((s, i) => local[i].disk.use(() => s.append(pieces)))));
-      await Promise.all(streams.map((s, i) => local[i].disk.use(() => s.finish())));
+      this.knownOwners(owners);
     } catch (err) {
       value.cancel();
-      await Promise.all(streams.map((s) => s.abort().catch(() => undefined)));
       throw err;
     }
+    await streamInto(
+      [...new Set(owners)].map((owner) => this.alienPlace(owner, vdisk, key, version, value.size)),
+      value,
+    );
+  }
+
+  /** Where a value streamed into alien/<owner>/<vdisk> goes. */
+  private alienPlace(owner: string, vdisk: number, key: Buffer, version: Version, size: number): StreamPlace {
+    return { disk: this.alien, begin: async () => (await this.alien.alienVdisk(owner, vdisk, true))!.beginStream(key, version, size) };
   }
 
   get(key: Buffer, source: GetSource): MaybePromise<StoredRecord | null>;
@@ -254,12 +272,16 @@ export class NodeStore implements NodeApi {
 
   private async putAliens(key: Buffer, version: Version, value: Buffer, remoteNodes: string[]): Promise<void> {
     const vdisk = this.vdiskOf(key);
-    // An unknown owner would leave copies nobody could ever deliver.
-    for (const owner of remoteNodes) {
-      if (!this.topology.node(owner)) throw new OysterError('InvalidArgument', `remote node ${JSON.stringify(owner)} is not in the cluster`);
-    }
+    this.knownOwners(remoteNodes);
     // Each owner once: a name repeated in the request needs no second copy.
     for (const owner of new Set(remoteNodes)) await this.putAlien(owner, vdisk, key, version, value);
+  }
+
+  /** Throws InvalidArgument for an owner not in the cluster: its copies could never be delivered. */
+  private knownOwners(owners: string[]): void {
+    for (const owner of owners) {
+      if (!this.topology.node(owner)) throw new OysterError('InvalidArgument', `remote node ${JSON.stringify(owner)} is not in the cluster`);
+    }
   }
 
   /** Stores a record held for another node in alien/<owner>/<vdisk>. */
@@ -357,5 +379,29 @@ export class NodeStore implements NodeApi {
     if (held === null) out.push(new AlienPlace(this.alien, null, null));
     else for (const h of held) if (wanted(h.owner)) out.push(new AlienPlace(this.alien, null, h.bound));
     return out;
+  }
+}
+
+/** A place a value is streamed into: the disk its writes run under (Disk.use), and its stream's beginning. */
+interface StreamPlace {
+  disk: Disk;
+  begin: () => Promise<PutStream>;
+}
+
+/**
+ * Writes the value into every place as it comes; all or none: a place that
+ * cannot begin or fails mid-value aborts every stream and stops the value.
+ */
+async function streamInto(places: StreamPlace[], value: IncomingValue): Promise<void> {
+  const begun = await Promise.allSettled(places.map((p) => p.disk.write(p.begin)));
+  const streams = begun.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []));
+  try {
+    for (const b of begun) if (b.status === 'rejected') throw b.reason;
+    await writeInLots(value, (pieces) => Promise.all(streams.map((s, i) => places[i].disk.use(() => s.append(pieces)))));
+    await Promise.all(streams.map((s, i) => places[i].disk.use(() => s.finish())));
+  } catch (err) {
+    value.cancel();
+    await Promise.all(streams.map((s) => s.abort().catch(() => undefined)));
+    throw err;
   }
 }

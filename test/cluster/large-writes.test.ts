@@ -3,8 +3,11 @@
 // the coordinator and the replicas hold a few MiB of it whatever its size,
 // and a value several times http_body_memory_limit is stored — held whole,
 // it was refused with 413. A replica that dies in the middle misses the
-// value and holds nothing of it, and anti-entropy or a read's repair brings
-// it the value later, a part at a time; a client that hangs up leaves nothing on
+// value and holds nothing of it; the coordinator writes an alien copy for it,
+// read back from a replica that took the value, as it does for a replica down
+// from the start, and hands it over in parts on the replica's return; and
+// anti-entropy or a read's repair brings it the value, a part at a time, as
+// well. A client that hangs up leaves nothing on
 // any node; a peer's put in parts that stops following its parts (out of
 // order, aborted, its stream gone, idle past http_request_timeout) is
 // dropped with nothing readable. Real oysterd processes over REST, gRPC and
@@ -142,18 +145,21 @@ t.test('a replica killed in the middle of a value holds nothing of it; the other
 });
 
 /**
- * Two nodes holding both vdisks, quorum 1, node.yaml's `extra` keys: a
- * value of 48 MiB, three times the limit, written to key through n1 while
- * n2 is killed in the middle of it; n2 started again, without it.
+ * Nodes n1 and n2 holding both vdisks, quorum 1, node.yaml's `extra` keys:
+ * a value of 48 MiB, three times the limit, written to key through n3 while
+ * n2 is killed in the middle of it; n3, which wrote the alien copy for n2,
+ * stopped with it; n2 started again, without the value.
  */
 async function missedByN2(t: Test, key: number, seed: number, extra: Record<string, unknown>): Promise<{ c: TestCluster; value: Buffer }> {
-  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 1, { http_body_memory_limit: LIMIT, ...extra }, '500ms');
+  const c = await cluster(t, ['n1', 'n2', 'n3'], ['n1', 'n2'], 1, { http_body_memory_limit: LIMIT, ...extra }, '500ms');
   await c.waitLinks();
   const value = new Rng(seed).bytes(48 * MiB);
-  const status = await slowPost(c.url('n1'), key, value, async (sent) => {
+  const status = await slowPost(c.url('n3'), key, value, async (sent) => {
     if (sent === 8 * MiB) await c.kill('n2');
   });
   t.equal(status, 201, 'stored on n1 alone');
+  await waitFor('the alien copy for n2 on n3', async () => (await c.alienDir('n3')).length > 0, 30_000, 100);
+  await c.stop('n3');
   await c.startNode('n2');
   return { c, value };
 }
@@ -181,6 +187,63 @@ t.test('a replica that missed a value larger than the limit is repaired by a rea
   await c.stop('n1');
   const got = Buffer.from(await (await fetch(`${c.url('n2')}/data/507`)).arrayBuffer());
   t.ok(got.equals(value), "n2's copy is byte-exact");
+});
+
+/** Waits until n1's alien copies were all handed over, then reads key through n2 alone (n1 stopped). */
+async function readFromN2Alone(c: TestCluster, key: number): Promise<Buffer> {
+  await waitFor("n1's alien copies to be handed over", async () => (await c.alienDir('n1')).length === 0, 60_000, 250);
+  await c.stop('n1');
+  return Buffer.from(await (await fetch(`${c.url('n2')}/data/${key}`)).arrayBuffer());
+}
+
+t.test('a value larger than the limit written while a replica is down: an alien copy on the coordinator, handed over in parts', async (t) => {
+  // Quorum 2 of 2: the write succeeds only with the alien copy, as in bob; anti-entropy off, so the hand-off alone brings it.
+  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 2, { http_body_memory_limit: LIMIT, anti_entropy: { enabled: false } }, '500ms');
+  await c.waitLinks();
+  await c.stop('n2');
+  await waitFor('n1 to see n2 down', () => !c.sees('n1', 'n2'), 15_000);
+  const value = new Rng(19).bytes(48 * MiB);
+  const pid = c.proc('n1').child.pid!;
+  const before = peakRss(pid);
+  t.equal((await fetch(`${c.url('n1')}/data/508`, { method: 'POST', body: value })).status, 201, "stored: n1's replica and an alien copy for n2");
+  const grew = peakRss(pid) - before;
+  t.ok(grew < 40 * MiB, `n1's peak resident set grew ${(grew / MiB).toFixed(0)} MiB`);
+  t.ok((await c.alienDir('n1')).some((p) => p.startsWith('n2/')), 'n1 holds an alien copy for n2');
+  t.ok(await holds(c, 'n1', 508), "n1's replica holds it");
+  await c.startNode('n2');
+  const got = await readFromN2Alone(c, 508);
+  t.ok(got.equals(value), "n2's replica, handed the copy, holds it byte-exact");
+});
+
+t.test('a replica killed in the middle of a value larger than the limit gets an alien copy, read back from the replica that took it', async (t) => {
+  const c = await cluster(t, ['n1', 'n2'], ['n1', 'n2'], 1, { http_body_memory_limit: LIMIT, anti_entropy: { enabled: false } }, '500ms');
+  await c.waitLinks();
+  const value = new Rng(20).bytes(48 * MiB);
+  const status = await slowPost(c.url('n1'), 509, value, async (sent) => {
+    if (sent === 8 * MiB) await c.kill('n2');
+  });
+  t.equal(status, 201, 'stored on n1 (quorum 1)');
+  await waitFor('an alien copy for n2 on n1', async () => (await c.alienDir('n1')).some((p) => p.startsWith('n2/')), 30_000, 100);
+  await c.startNode('n2');
+  const got = await readFromN2Alone(c, 509);
+  t.ok(got.equals(value), "n2's replica, handed the copy, holds it byte-exact");
+});
+
+t.test("a value larger than the limit for a replica on a stopped disk: an alien copy for the node itself, in parts, handed back once the disk serves", async (t) => {
+  // vdisk 1 (odd keys) on d2; the alien directory on d1.
+  const node = await startRestNode(t, {
+    spec: { nodes: [{ name: 'n1', disks: ['d1', 'd2'] }], replicas: [['n1/d1'], ['n1/d2']], keySize: 8 },
+    opts: { httpMaxBodySize: '128 MiB', checkInterval: '500ms', extra: { http_body_memory_limit: LIMIT } },
+  });
+  const alienDir = async () => ((await (await fetch(`${node.url}/alien/dir`)).json()) as { children: Array<{ name: string }> }).children.map((o) => o.name);
+  t.equal((await fetch(`${node.url}/disks/d2/stop`, { method: 'POST' })).status, 200, 'd2 stopped');
+  const value = new Rng(21).bytes(48 * MiB);
+  t.equal((await fetch(`${node.url}/data/511`, { method: 'POST', body: value })).status, 201, 'stored');
+  t.same(await alienDir(), ['n1'], 'as an alien copy held for n1');
+  t.ok(Buffer.from(await (await fetch(`${node.url}/data/511`)).arrayBuffer()).equals(value), 'read back byte-exact from the alien copy');
+  t.equal((await fetch(`${node.url}/disks/d2/start`, { method: 'POST' })).status, 200, 'd2 started');
+  await waitFor('the alien copy handed back to d2', async () => (await fetch(`${node.url}/vdisks/1/records/count`)).status === 200 && (await (await fetch(`${node.url}/vdisks/1/records/count`)).json()) === 1, 30_000, 250);
+  t.ok(Buffer.from(await (await fetch(`${node.url}/data/511`)).arrayBuffer()).equals(value), "read back byte-exact from d2's replica");
 });
 
 t.test('a client that hangs up in the middle leaves nothing on either replica', async (t) => {

@@ -3,6 +3,8 @@
 // logged once and repaired from the other replica, so that the replica reads
 // the value and the deletion again on its own; the repaired records are not
 // reported again by later passes, and the scrub's place survives a restart.
+// A damaged value larger than http_body_memory_limit is repaired too, read
+// from the other replica a part at a time as it is written.
 // On a node alone, a damaged value has no healthy copy: it is reported lost,
 // and reads answer an error, never "absent". A disk out of service when the
 // node started keeps its scrub's place once it is back.
@@ -124,6 +126,37 @@ t.test('a damaged value and a damaged tombstone are found by scrub and repaired 
   const after = (await c.rest('n1', 'GET', '/vdisks/0/compact')).json<{ disks: Array<{ scrub: { lastPass?: { finished: number } } }> }>();
   t.ok((after.disks[0].scrub.lastPass?.finished ?? 0) >= stored.last_pass!.finished, 'the last pass is known after a restart');
   t.same((await c.grpc('n1').get(keyBytes(50, 8), { force_node: true, source: GetSource.NORMAL })).data, value(50), 'the value reads after compaction and a restart');
+});
+
+t.test('a damaged value larger than http_body_memory_limit is repaired from the other replica a part at a time', async (t) => {
+  const MiB = 1024 * 1024;
+  const c = await TestCluster.start(t, {
+    nodes: ['n1', 'n2'],
+    replicas: [['n1', 'n2']],
+    keySize: 8,
+    opts: {
+      quorum: 2,
+      maxDataInBlob: 20,
+      httpMaxBodySize: '64 MiB',
+      extra: { http_body_memory_limit: '16 MiB', compaction: { interval: '1h', scrub_interval: '2s' }, anti_entropy: { interval: '1h' } },
+    },
+  });
+  await c.waitLinks();
+  const big = Buffer.alloc(24 * MiB);
+  for (let i = 0; i < big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
+  t.equal((await fetch(`${c.url('n1')}/data/1000`, { method: 'POST', body: big })).status, 201, 'a value of 24 MiB stored on both replicas');
+  // Behind it, enough to close its blob.
+  await writeKeys(c, 'n1', 0, 40);
+  const damaged = closedRecordOf(c.vdiskDir('n1', 0), 1000);
+  flipByte(damaged.file, damaged.record.offset + damaged.record.headerSize + 13 * MiB);
+  const metrics = async () => (await c.rest('n1', 'GET', '/metrics')).text;
+  await waitFor('the repair', async () => metric(await metrics(), 'oyster_scrub_repairs_total', 'disk="disk1",outcome="repaired"') >= 1, 60_000, 250);
+  t.equal(metric(await metrics(), 'oyster_scrub_repairs_total', 'disk="disk1",outcome="failed"'), 0, 'no repair failed');
+  t.ok(c.proc('n1').output.some((l) => l.includes('failed its checksum') && l.includes('"source":"n2"')), 'repaired from n2');
+  // n1 alone answers from its own replica.
+  await c.stop('n2');
+  const got = Buffer.from(await (await fetch(`${c.url('n1')}/data/1000`)).arrayBuffer());
+  t.ok(got.equals(big), 'the value reads back byte-exact from n1 alone');
 });
 
 t.test('alone, a damaged value is reported lost and reads fail rather than answer absent', async (t) => {
