@@ -17,6 +17,7 @@ import { OysterProcess, startNode, writeCluster } from '../helpers/oysterd';
 import { tempDir } from '../helpers/tmpdir';
 import { Rng } from '../robustness/lib';
 import { peakRss } from '../helpers/memory';
+import { waitFor } from './lib';
 
 const MiB = 1024 * 1024;
 const VALUE = 12 * MiB;
@@ -177,8 +178,13 @@ t.test('large alien copies are read in parts while a replica is down', async (t)
     if (status !== 201) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   t.equal(status, 201, 'written while a replica is down');
-  const aliens = await Promise.all([n2, n3].map(async (n) => JSON.stringify(await (await fetch(`${n.url}/alien/dir`)).json())));
-  t.ok(aliens.some((tree) => tree.includes('"n1"')), 'an alien copy for n1 is held');
+  // Written after the answer (the quorum was reached), read back from n2's replica.
+  const alienHeld = async () => {
+    const aliens = await Promise.all([n2, n3].map(async (n) => JSON.stringify(await (await fetch(`${n.url}/alien/dir`)).json())));
+    return aliens.some((tree) => tree.includes('"n1"'));
+  };
+  await waitFor('an alien copy for n1', alienHeld, 30_000, 50).catch(() => undefined);
+  t.ok(await alienHeld(), 'an alien copy for n1 is held');
   // A read through n3 asks n2's replica and, a replica missing, the alien copies: all opened, one answers, the others closed.
   for (const n of [n3, n2, n3]) {
     const got = await fetch(`${n.url}/data/1200`);
