@@ -11,8 +11,10 @@
 import { Logger } from '../logging/logger';
 import { LinkManager } from './link-manager';
 import { NodeApi } from '../model/node-api';
-import { ReadValue } from '../model/read-value';
-import { isOpened, WHOLE_UP_TO } from '../model/value';
+import { errors } from '../model/errors';
+import { ValueRoom } from '../model/pushed-value';
+import { READ_PART, ReadValue } from '../model/read-value';
+import { isOpened, OpenedValue, WHOLE_UP_TO } from '../model/value';
 import { Topology } from '../model/topology';
 import { NodeStore } from '../store/node-store';
 import { EngineSet } from '../store/engine';
@@ -29,6 +31,8 @@ export interface HandoffParts {
   intervalMs: number;
   /** Records delivered at once. */
   concurrency: number;
+  /** What the values in flight are held within (http_body_memory_limit): a large value's parts, or one held whole for a bob owner. */
+  room: ValueRoom;
   onDelivered?: (owner: string, records: number) => void;
 }
 
@@ -131,27 +135,41 @@ export class AlienHandoff {
           await target.delete(e.key, e.version, { isAlien: false, forceAlienNodes: [] });
           continue;
         }
-        // A large value goes in parts, a part at a time read and sent, to an
-        // owner that takes them: held whole, one larger than the owner's
-        // limits would never arrive, and its partition never leave.
         const r = await records.openNewest(e.key, WHOLE_UP_TO);
-        if (isOpened(r)) {
-          try {
-            if (await target.takesParts(e.key)) {
-              await target.putIncoming(e.key, r.version, new ReadValue(r));
-              continue;
-            }
-          } finally {
-            r.reader.close();
-          }
-          // A bob owner takes values whole.
-          const whole = await partition.engine.get(e.key);
-          if (whole?.kind === 'found') await target.put(e.key, whole.version, whole.value, []);
-        } else if (r?.kind === 'found') await target.put(e.key, r.version, r.value, []);
+        if (isOpened(r)) await this.deliverLarge(partition, target, e.key, r);
+        else if (r?.kind === 'found') await target.put(e.key, r.version, r.value, []);
         else if (r?.kind === 'deleted') await target.delete(e.key, r.version, { isAlien: false, forceAlienNodes: [] });
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.parts.concurrency, entries.length) }, worker));
     return entries.length;
+  }
+
+  /**
+   * A value over 64 KiB goes in parts, read as they are sent, to an owner
+   * that takes them; held whole, one larger than the owner's limits would
+   * never arrive, and its partition never leave. A bob owner gets it whole,
+   * once http_body_memory_limit has room for it. Either way its memory
+   * counts against that limit, as a client's body does.
+   */
+  private async deliverLarge(partition: Partition, target: NodeApi, key: Buffer, opened: OpenedValue): Promise<void> {
+    const { room } = this.parts;
+    let held = 0;
+    try {
+      if (await target.takesParts(key)) {
+        const parts = 2 * Math.min(READ_PART, opened.size);
+        if (!(await room.take(parts))) throw errors.unavailable(room.refusal);
+        held = parts;
+        await target.putIncoming(key, opened.version, new ReadValue(opened));
+        return;
+      }
+      if (opened.size > room.limit || !(await room.take(opened.size))) throw errors.unavailable(`no room in http_body_memory_limit for a value of ${opened.size} bytes`);
+      held = opened.size;
+      const whole = await partition.engine.get(key);
+      if (whole?.kind === 'found') await target.put(key, whole.version, whole.value, []);
+    } finally {
+      opened.reader.close();
+      if (held > 0) room.give(held);
+    }
   }
 }

@@ -262,11 +262,11 @@ export class Grinder implements DataApi {
       try {
         const record = await this.node(holder).get(key, 'normal', true);
         const order = record === null ? -1 : compareVersions(record.version, version);
-        if (order > 0) {
+        if (record === null || order !== 0 || record.kind !== 'found') {
           if (isOpened(record)) record.reader.close();
-          return;
+          if (order > 0) return;
+          throw errors.failed(`${holder} no longer holds the value written`);
         }
-        if (record === null || order < 0 || record.kind !== 'found') throw errors.failed(`${holder} no longer holds the value written`);
         if (!isOpened(record)) return await this.parts.local.put(key, version, record.value, owners);
         // The copy's two parts in memory count against the values in flight, as a client's windows do.
         const room = 2 * Math.min(READ_PART, record.size);

@@ -217,6 +217,7 @@ export class OysterNode {
       log: cluster,
       intervalMs: Math.max(1000, config.node.checkInterval),
       concurrency: 8,
+      room: this.bodyBudget,
       onDelivered: (owner, records) => metrics.aliensHandedOver.inc({ owner }, records),
     });
     this.handoff = handoff;
