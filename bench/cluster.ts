@@ -1,4 +1,4 @@
-// npm run bench:cluster -- [--rounds=4] [--ops=8000] [--warm=12000] [--concurrency=64] [--value=1024]
+// npm run bench:cluster -- [--rounds=4] [--ops=8000] [--warm=12000] [--concurrency=64] [--value=1024] [--down]
 //
 // Data API throughput and CPU of a local 3-node cluster (3 vdisks × 2
 // replicas, quorum 2: every PUT is acknowledged by two nodes) against a
@@ -25,6 +25,11 @@
 // inter-node Put or Get per request). Its CPU per request (both processes)
 // less the single node's CPU per local request (same round) is what the
 // inter-node operation added; it is compared with a local REST GET's CPU.
+//
+// With `--down`, the 3-node cluster also runs with one node stopped (n2,
+// stopped once started; requests to n0 and n1): every write to a vdisk it
+// holds a replica of reaches one replica and an alien copy (quorum 2, as in
+// bob), and is compared with the same writes with every node up.
 import { OysterProcess, startNode, writeCluster } from '../test/helpers/oysterd';
 import { BobClient, keyBytes } from '../test/helpers/grpc-client';
 import fs from 'node:fs';
@@ -36,6 +41,7 @@ const WARM = arg('warm', 12000);
 const CONCURRENCY = arg('concurrency', 64);
 const VALUE = arg('value', 1024);
 const KEY_SIZE = 16;
+const DOWN = process.argv.includes('--down');
 
 // Large values: four distinct ones, not 256 (a quarter of a GiB at 1 MiB).
 const distinct = Array.from({ length: VALUE > 65536 ? 4 : 256 }, (_, i) => Buffer.alloc(VALUE, i));
@@ -48,6 +54,8 @@ interface SetupSpec {
   quorum: number;
   /** The nodes requests are sent to (all, unless given). */
   entry?: string[];
+  /** Nodes stopped once the setup started. */
+  down?: string[];
 }
 
 const OPERATIONS = ['restPut', 'restGet', 'grpcPut', 'grpcGet'] as const;
@@ -75,6 +83,7 @@ async function start(spec: SetupSpec): Promise<Setup> {
     { quorum: spec.quorum },
   );
   procs.push(...(await Promise.all(spec.nodes.map((n) => startNode(files, n)))));
+  for (const [i, n] of spec.nodes.entries()) if (spec.down?.includes(n)) await procs[i].stop();
   const entry = spec.entry ?? spec.nodes;
   const entryProcs = procs.filter((_, i) => entry.includes(spec.nodes[i]));
   const rest = entryProcs.map((p) => restClient(p.url, Math.ceil(CONCURRENCY / entryProcs.length)));
@@ -109,7 +118,8 @@ async function start(spec: SetupSpec): Promise<Setup> {
       if (b.data.length !== VALUE) throw new Error(`Get ${GRPC + k}: ${b.data.length} bytes`);
     },
   };
-  const cpu = () => procs.reduce((a, p) => a + cpuSeconds(p.child.pid!), 0);
+  const live = procs.filter((_, i) => !spec.down?.includes(spec.nodes[i]));
+  const cpu = () => live.reduce((a, p) => a + cpuSeconds(p.child.pid!), 0);
   const setup: Setup = {
     spec,
     async run(op, count, round) {
@@ -120,7 +130,7 @@ async function start(spec: SetupSpec): Promise<Setup> {
     async stop() {
       await Promise.all(rest.map((c) => c.close()));
       for (const g of grpc) g.close();
-      await Promise.all(procs.map((p) => p.stop()));
+      await Promise.all(live.map((p) => p.stop()));
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -142,6 +152,7 @@ async function main(): Promise<void> {
     quorum: 2,
   };
   const forwarded: SetupSpec = { label: 'forwarded', nodes: ['near', 'far'], replicas: [['far'], ['far'], ['far']], quorum: 1, entry: ['near'] };
+  const down: SetupSpec = { ...cluster, label: 'n2 down', entry: ['n0', 'n1'], down: ['n2'] };
   console.log(`# Cluster benchmark\n\n${machine()}`);
   console.log(
     `${ROUNDS} interleaved rounds of ${fmt(OPS)} requests per operation and setup (PUTs of new values of ${fmt(VALUE)} bytes, GETs of random stored keys), ` +
@@ -149,7 +160,7 @@ async function main(): Promise<void> {
       `all processes on this machine, all setups running throughout.\n` +
       `1 node: 3 vdisks × 1 replica, quorum 1. 3 nodes: 3 vdisks × 2 replicas, quorum 2. Key size ${KEY_SIZE}. Medians over the rounds; ratios are the median (and range) of the per-round ratios.\n`,
   );
-  const specs = [single, cluster, forwarded];
+  const specs = DOWN ? [single, cluster, forwarded, down] : [single, cluster, forwarded];
   const setups: Setup[] = [];
   try {
     for (const spec of specs) setups.push(await start(spec));
@@ -215,6 +226,26 @@ async function main(): Promise<void> {
       };
     });
     console.log(table(inter));
+    if (DOWN) {
+      console.log('\nThe 3 nodes with n2 stopped (requests to n0 and n1; a write to a vdisk n2 holds a replica of reaches one replica and an alien copy), against all 3 up:\n');
+      console.log(
+        table(
+          OPERATIONS.map((op) => {
+            const up = of(cluster.label, op);
+            const without = of(down.label, op);
+            return {
+              operation: names[op],
+              'n2 down ops/s': fmt(median(without.map(rate))),
+              'n2 down p50 / p99 ms': `${fmt(median(without.map((m) => m.p50)), 1)} / ${fmt(median(without.map((m) => m.p99)), 1)}`,
+              'n2 down CPU µs/op': fmt(median(without.map((m) => m.cpuUs))),
+              'all up ops/s': fmt(median(up.map(rate))),
+              'all up CPU µs/op': fmt(median(up.map((m) => m.cpuUs))),
+              'throughput down / up': ratios(perRound(without, up, (x, y) => rate(x) / rate(y))),
+            };
+          }),
+        ),
+      );
+    }
   } finally {
     await Promise.all(setups.map((s) => s.stop()));
   }
