@@ -124,8 +124,8 @@ function writeOperation(f: Writer, op: OperationMsg): void {
   f.uint(17, op.abort ? 1 : 0);
 }
 
-export function encodeOperationBatch(batch: OperationBatchMsg): Buffer {
-  return encodeBatch(batch.ops, writeOperation);
+export function encodeOperationBatch(batch: OperationBatchMsg, alloc?: (bytes: number) => Buffer): Buffer {
+  return encodeBatch(batch.ops, writeOperation, alloc);
 }
 
 /**

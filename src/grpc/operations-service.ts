@@ -52,6 +52,8 @@ export interface OperationsCall {
   emit(event: 'error', status: Partial<grpc.StatusObject>): boolean;
   /** A batch's bytes, an encoded OperationBatch. */
   on(event: 'data', listener: (batch: Buffer) => void): unknown;
+  /** The bytes of a batch from 'data' are read no more, nor any part of them (its operations answered): its buffer may take another batch. */
+  release?(batch: Buffer): void;
   on(event: 'end' | 'cancelled', listener: () => void): unknown;
   once(event: 'drain', listener: () => void): unknown;
 }
@@ -388,6 +390,7 @@ export class OperationsEndpoint {
         answer(r, give);
         if (--b.left > 0) return;
         batchBudget.give(b.room);
+        call.release?.(b.message);
         smallBytes -= b.small;
         if (!done) flow();
       };

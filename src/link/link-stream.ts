@@ -18,7 +18,7 @@ import { decodeResultBatch, encodeOperationBatch } from '../grpc/operation-codec
 import { OperationsDuplex } from '../grpc/operation-stream';
 import { OperationBatchMsg } from '../grpc/proto';
 import { parseHostPort } from '../config/address';
-import { BATCH, decodeStatus, encodeHello, FrameReader, KEEPALIVE_MS, parseWelcome, STATUS, writeFrame } from './wire';
+import { BATCH, decodeStatus, encodeHello, FramePool, FrameReader, KEEPALIVE_MS, parseWelcome, STATUS, writeFrame } from './wire';
 
 /** A frame from a peer at most: results carry values, bounded by the peer's own limits. */
 const MAX_FRAME = 2 ** 31 - 2;
@@ -54,6 +54,8 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
   private over = false;
   private readonly timer: NodeJS.Timeout;
   private connected = false;
+  /** Buffers for the frames of batches, given back once written. */
+  private readonly sent = new FramePool();
   /** Where the bytes read go: the greeting, then the frames. */
   private onBytes: (chunk: Buffer) => void;
 
@@ -102,7 +104,8 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
       return true;
     }
     if (this.over) return true;
-    return writeFrame(this.socket, BATCH, encodeOperationBatch(batch));
+    const payload = encodeOperationBatch(batch, (bytes) => this.sent.take(bytes));
+    return writeFrame(this.socket, BATCH, payload, () => this.sent.give(payload));
   }
 
   cancel(): void {

@@ -20,14 +20,10 @@ import { ArrivalDeadline } from '../grpc/arrival-deadline';
 import { MessageRooms } from '../grpc/message-rooms';
 import { BodyBudget } from '../rest/body-budget';
 import { parseHostPort } from '../config/address';
-import { BATCH, encodeStatus, encodeWelcome, FrameReader, KEEPALIVE_MS, parseHello, STATUS, writeFrame } from './wire';
+import { BATCH, encodeStatus, encodeWelcome, FramePool, FrameReader, KEEPALIVE_MS, parseHello, STATUS, writeFrame } from './wire';
 
 /** How long a new connection may take to say what it is. */
 const GREETING_MS = 10_000;
-/** Frames of results from this many bytes up to FRAME_BUFFER are written from kept buffers, KEPT_FRAMES of them per link at most. */
-const SMALL_FRAME = 64 * 1024;
-const FRAME_BUFFER = 1024 * 1024 + 64 * 1024;
-const KEPT_FRAMES = 4;
 
 export interface ServingPortOptions {
   /** host:port to listen on, as gRPC's bind address ("[::1]:20000", "0.0.0.0:20000"). */
@@ -165,10 +161,10 @@ class LinkCall extends EventEmitter implements OperationsCall {
   private paused = false;
   // The endpoint ended the stream: frames that still come are not its.
   private over = false;
-  // Buffers for frames of results, once written: a part of a large value is
-  // a frame of about 1 MiB, and a fresh one per part would have V8 collect
-  // its whole heap every few tens of MiB sent.
-  private readonly frames: Buffer[] = [];
+  // Buffers for the frames of results, given back once written, and for
+  // those of batches, given back once their operations answered.
+  private readonly sent = new FramePool();
+  private readonly received = new FramePool();
 
   constructor(
     private readonly socket: net.Socket,
@@ -188,6 +184,7 @@ class LinkCall extends EventEmitter implements OperationsCall {
       },
       false,
       (type, size) => type !== BATCH || rooms.admit(size, () => this.admitted()),
+      this.received,
     );
     this.on('error', (status: Partial<grpc.StatusObject>) => {
       this.over = true;
@@ -216,13 +213,17 @@ class LinkCall extends EventEmitter implements OperationsCall {
     return `${this.socket.remoteAddress}:${this.socket.remotePort}`;
   }
 
+  release(batch: Buffer): void {
+    this.received.give(batch);
+  }
+
   write(batch: ResultBatchMsg, written?: () => void): boolean {
     // A result with a large value goes in a frame of its own, which a kept
     // buffer holds. The batch's bytes are copied into the frames at once.
     const small: ResultMsg[] = [];
     let more = true;
     for (const r of batch.results) {
-      if ((r.value?.length ?? 0) < SMALL_FRAME) small.push(r);
+      if ((r.value?.length ?? 0) < FramePool.SMALL_FRAME) small.push(r);
       else more = this.writeResults([r]) && more;
     }
     if (small.length > 0) more = this.writeResults(small) && more;
@@ -231,14 +232,8 @@ class LinkCall extends EventEmitter implements OperationsCall {
   }
 
   private writeResults(results: ResultMsg[]): boolean {
-    let frame: Buffer | null = null;
-    const payload = encodeResultBatch({ results }, (bytes) => {
-      if (bytes < SMALL_FRAME || bytes > FRAME_BUFFER) return Buffer.allocUnsafe(bytes);
-      frame = this.frames.pop() ?? Buffer.allocUnsafeSlow(FRAME_BUFFER);
-      return frame.subarray(0, bytes);
-    });
-    const kept = frame as Buffer | null;
-    return writeFrame(this.socket, BATCH, payload, kept === null ? undefined : () => this.frames.length < KEPT_FRAMES && this.frames.push(kept));
+    const payload = encodeResultBatch({ results }, (bytes) => this.sent.take(bytes));
+    return writeFrame(this.socket, BATCH, payload, () => this.sent.give(payload));
   }
 
   end(): void {

@@ -92,6 +92,37 @@ export function writeFrame(socket: Socket, type: number, payload: Buffer, writte
   return more;
 }
 
+/**
+ * Buffers kept for the frames of one link: a part of a large value is a
+ * frame of about 1 MiB, and a fresh buffer for each (memory the kernel
+ * must fault in and zero, then V8 collect, its whole heap every few tens
+ * of MiB) cost more than the rest of moving it. A frame from SMALL_FRAME
+ * bytes up to FRAME_BUFFER takes a kept buffer, KEPT_FRAMES of them at
+ * most; others get one of their own.
+ */
+export class FramePool {
+  static readonly SMALL_FRAME = 64 * 1024;
+  static readonly FRAME_BUFFER = 1024 * 1024 + 64 * 1024;
+  static readonly KEPT_FRAMES = 4;
+  private readonly free: Buffer[] = [];
+  // The buffers handed out, by their memory, until given back.
+  private readonly out = new Set<ArrayBufferLike>();
+
+  /** A buffer of exactly `bytes`: a view of a kept one where its size fits. */
+  take(bytes: number): Buffer {
+    if (bytes < FramePool.SMALL_FRAME || bytes > FramePool.FRAME_BUFFER) return Buffer.allocUnsafe(bytes);
+    const kept = this.free.pop() ?? Buffer.allocUnsafeSlow(FramePool.FRAME_BUFFER);
+    this.out.add(kept.buffer);
+    return kept.subarray(0, bytes);
+  }
+
+  /** `frame`, from take(), is not read or written any more: a kept buffer goes back (once). */
+  give(frame: Buffer): void {
+    if (!this.out.delete(frame.buffer)) return;
+    if (this.free.length < FramePool.KEPT_FRAMES) this.free.push(Buffer.from(frame.buffer, 0, FramePool.FRAME_BUFFER));
+  }
+}
+
 /** A STATUS frame's payload: a gRPC status code and its details. */
 export function encodeStatus(code: number, details: string): Buffer {
   const text = Buffer.from(details.slice(0, MAX_TEXT / 4), 'utf8');
@@ -113,6 +144,8 @@ export function decodeStatus(payload: Buffer): { code: number; details: string }
  * own size, allocated once its header is in (never more than `maxBytes`).
  * `admit`, when given, is asked about each frame once its header is in:
  * false holds the frame and the bytes after it until `resume` is called.
+ * `frames`, when given, holds the buffers gathered frames go into: their
+ * reader gives each back once done with it.
  */
 export class FrameReader {
   private readonly head = Buffer.alloc(HEAD);
@@ -129,6 +162,7 @@ export class FrameReader {
     private readonly onFrame: (type: number, payload: Buffer) => void,
     private readonly copyViews = false,
     private readonly admit?: (type: number, size: number) => boolean,
+    private readonly frames?: FramePool,
   ) {}
 
   /** A frame waits for `resume`. */
@@ -168,7 +202,7 @@ export class FrameReader {
           this.onFrame(this.type, this.copyViews ? Buffer.from(view) : view);
           continue;
         }
-        this.body = Buffer.allocUnsafe(this.size);
+        this.body = this.frames?.take(this.size) ?? Buffer.allocUnsafe(this.size);
         this.bodyFill = 0;
       }
       const n = Math.min(this.body.length - this.bodyFill, chunk.length - at);

@@ -3,9 +3,10 @@
 // greetings parse from every prefix ('short' until whole, refused at the
 // first byte that cannot be the magic), and frames come out whole and in
 // order however TCP cuts the stream, and stay whole when the stream is
-// read into one buffer over and over.
+// read into one buffer over and over; frames gathered into kept buffers
+// (FramePool) take a buffer again only once it was given back.
 import t from 'tap';
-import { encodeHello, encodeWelcome, FrameReader, parseHello, parseWelcome } from '../../src/link/wire';
+import { encodeHello, encodeWelcome, FramePool, FrameReader, parseHello, parseWelcome } from '../../src/link/wire';
 import { frame, hello, LINK_MAGIC } from '../helpers/link-client';
 
 t.test('greetings: the layout of FORMAT.md, and every prefix', async (t) => {
@@ -73,4 +74,35 @@ t.test('frames read from one buffer, read into again, are copies (copyViews)', a
     ['first', 'second'],
     'each frame keeps its bytes once the buffer is read into again',
   );
+});
+
+t.test('frames gathered into kept buffers: reused only once given back, a frame outside their sizes in one of its own', async (t) => {
+  const pool = new FramePool();
+  const a = pool.take(1024 * 1024);
+  const b = pool.take(1024 * 1024);
+  t.not(a.buffer, b.buffer, 'two frames out at once have buffers of their own');
+  t.equal(a.length, 1024 * 1024, 'of the size asked for');
+  pool.give(a);
+  pool.give(a);
+  const c = pool.take(200 * 1024);
+  t.equal(c.buffer, a.buffer, 'a buffer given back takes the next frame');
+  t.not(pool.take(200 * 1024).buffer, a.buffer, 'given back twice, it is handed out once');
+  const small = pool.take(100);
+  const large = pool.take(FramePool.FRAME_BUFFER + 1);
+  pool.give(small);
+  pool.give(large);
+  t.not(pool.take(FramePool.FRAME_BUFFER + 1).buffer, large.buffer, 'a frame larger than the kept buffers is never kept');
+
+  // A frame that arrives in pieces is gathered into a kept buffer, whole and in order.
+  const got: Buffer[] = [];
+  const reader = new FrameReader(4 << 20, (_type, payload) => got.push(payload), false, undefined, pool);
+  const payload = Buffer.alloc(300 * 1024);
+  for (let i = 0; i < payload.length; i++) payload[i] = (i * 7) & 0xff;
+  const bytes = frame(1, payload);
+  for (let at = 0; at < bytes.length; at += 64 * 1024) reader.push(bytes.subarray(at, at + 64 * 1024));
+  t.equal(got.length, 1, 'one frame');
+  t.ok(got[0].equals(payload), 'byte-exact');
+  t.equal(got[0].buffer.byteLength, FramePool.FRAME_BUFFER, 'in a kept buffer');
+  pool.give(got[0]);
+  t.equal(pool.take(300 * 1024).buffer, got[0].buffer, 'given back by its reader, it takes the next frame');
 });
