@@ -78,8 +78,8 @@ export interface NodeApi {
   /**
    * put() with no `remoteNodes` of a value that arrives in parts: each part
    * is written into the replicas as it comes, so that the node holds a few
-   * of them at a time rather than the value (a replica that cannot take a
-   * value in parts gets it whole, within http_body_memory_limit). Resolves
+   * of them at a time rather than the value (a replica out of service is
+   * replaced by an alien copy held for this node, as in put()). Resolves
    * as put() does, once the last part is in; nothing of the value is read
    * before. Rejects as put() does, and when the value stops before its end
    * (value.next() rejected): then no replica holds any of it. A failure
