@@ -20,10 +20,13 @@ import { ArrivalDeadline } from '../grpc/arrival-deadline';
 import { MessageRooms } from '../grpc/message-rooms';
 import { BodyBudget } from '../rest/body-budget';
 import { parseHostPort } from '../config/address';
+import { native } from '../store/native';
 import { BATCH, encodeStatus, encodeWelcome, FramePool, FrameReader, KEEPALIVE_MS, parseHello, STATUS, writeFrame } from './wire';
 
 /** How long a new connection may take to say what it is. */
 const GREETING_MS = 10_000;
+/** A link's bytes are read this many at a time. */
+const READ_BUFFER = 64 * 1024;
 
 export interface ServingPortOptions {
   /** host:port to listen on, as gRPC's bind address ("[::1]:20000", "0.0.0.0:20000"). */
@@ -117,13 +120,15 @@ export class ServingPort {
   }
 
   private async greet(socket: net.Socket, authorization: string, rest: Buffer): Promise<void> {
-    const call = new LinkCall(socket, authorization, this.o, this.o.log);
+    const metadata = new grpc.Metadata();
+    if (authorization !== '') metadata.set('authorization', authorization);
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
     let refusal: Partial<grpc.StatusObject> | null = null;
     if (this.o.credentials !== null) {
       refusal = { code: grpc.status.FAILED_PRECONDITION, details: 'this node serves gRPC with TLS only: no plaintext links' };
     } else {
       try {
-        await authorizeCall(this.o.auth, 'Operations', call);
+        await authorizeCall(this.o.auth, 'Operations', { metadata, getPeer: () => peer });
       } catch (err) {
         refusal = failureStatus(err, 'Operations', this.o.log);
       }
@@ -140,6 +145,8 @@ export class ServingPort {
     socket.write(encodeWelcome(0, ''));
     this.links.add(socket);
     socket.once('close', () => this.links.delete(socket));
+    // Made, served and started in one go: its reads begin with it.
+    const call = new LinkCall(socket, metadata, this.o, this.o.log);
     this.o.serve(call, call.rooms);
     call.start(rest);
   }
@@ -149,14 +156,28 @@ export class ServingPort {
  * An accepted link as the Operations endpoint sees a gRPC call: batches in
  * as 'data' (their bytes), results out by write(), a failure status by emit('error')
  * (sent as a STATUS frame, then the link ends), flow control by pause and
- * resume of the socket. The socket is also not read while a batch waits
- * for room (`rooms`).
+ * resume of its reads. Nor is it read while a batch waits for room
+ * (`rooms`).
+ *
+ * The connection is read into one buffer over and over, through a second
+ * socket on a duplicate of its descriptor (`input`, with `onread`): Node
+ * reads a socket it accepted into a fresh 64 KiB buffer each time, and
+ * those, a part of a value after another, had V8 collect its whole heap
+ * every few tens of MiB received. Results are written on the socket
+ * accepted, which is never read again; it is closed once the peer's side
+ * has ended too (its unread bytes would reset the connection, results and
+ * all), or on a failure.
  */
 class LinkCall extends EventEmitter implements OperationsCall {
   cancelled = false;
-  readonly metadata = new grpc.Metadata();
   readonly rooms: MessageRooms;
   private readonly reader: FrameReader;
+  // What the link is read through (the socket itself where its descriptor
+  // could not be duplicated), and whether the peer's side ended.
+  private readonly input: net.Socket;
+  private inputEnded = false;
+  // Bytes the accepted socket had read past the greeting, before `input` took over.
+  private readonly early: Buffer;
   // The endpoint asked for no more batches for now.
   private paused = false;
   // The endpoint ended the stream: frames that still come are not its.
@@ -168,13 +189,15 @@ class LinkCall extends EventEmitter implements OperationsCall {
 
   constructor(
     private readonly socket: net.Socket,
-    authorization: string,
+    readonly metadata: grpc.Metadata,
     limits: Pick<ServingPortOptions, 'maxMessageBytes' | 'budget' | 'receiveTimeoutMs'>,
     private readonly log: Logger,
   ) {
     super();
-    if (authorization !== '') this.metadata.set('authorization', authorization);
-    const rooms = (this.rooms = new MessageRooms(limits.budget, new ArrivalDeadline(socket, limits.receiveTimeoutMs, (details) => this.stalled(details))));
+    const read = readInto(socket, Buffer.allocUnsafeSlow(READ_BUFFER), (chunk) => this.take(chunk));
+    this.input = read?.input ?? socket;
+    this.early = read?.early ?? Buffer.alloc(0);
+    const rooms = (this.rooms = new MessageRooms(limits.budget, new ArrivalDeadline(this.input, limits.receiveTimeoutMs, (details) => this.stalled(details))));
     this.reader = new FrameReader(
       limits.maxMessageBytes,
       (type, payload) => {
@@ -182,7 +205,8 @@ class LinkCall extends EventEmitter implements OperationsCall {
         rooms.arrived();
         if (!this.over) this.emit('data', payload);
       },
-      false,
+      // Read into one buffer again and again: a frame within a read is copied.
+      this.input !== socket,
       (type, size) => type !== BATCH || rooms.admit(size, () => this.admitted()),
       this.received,
     );
@@ -190,22 +214,30 @@ class LinkCall extends EventEmitter implements OperationsCall {
       this.over = true;
       if (this.socket.destroyed) return;
       writeFrame(this.socket, STATUS, encodeStatus(status.code ?? grpc.status.UNKNOWN, status.details ?? ''));
-      this.socket.end();
+      this.endSocket();
     });
   }
 
   /** Reads the link, from `rest` (what came after the greeting) on. */
   start(rest: Buffer): void {
     const s = this.socket;
-    s.on('data', (chunk: Buffer) => this.take(chunk));
-    s.on('end', () => this.emit('end'));
+    const input = this.input;
+    if (input === s) s.on('data', (chunk: Buffer) => this.take(chunk));
+    input.on('end', () => {
+      this.inputEnded = true;
+      this.emit('end');
+      if (input !== s && s.writableEnded) s.destroySoon();
+    });
+    input.on('error', () => s.destroy());
     s.on('close', () => {
+      if (input !== s) input.destroy();
       this.rooms.close();
       this.cancelled = true;
       this.emit('cancelled');
     });
     s.on('drain', () => this.emit('drain'));
     if (rest.length > 0) this.take(rest);
+    if (this.early.length > 0) this.take(this.early);
     this.flow();
   }
 
@@ -238,7 +270,14 @@ class LinkCall extends EventEmitter implements OperationsCall {
 
   end(): void {
     this.over = true;
+    this.endSocket();
+  }
+
+  // Our side ends; the socket closes once the peer's has too (the socket
+  // read closes of itself: the one accepted, not read, is closed here).
+  private endSocket(): void {
     this.socket.end();
+    if (this.input !== this.socket && this.inputEnded) this.socket.destroySoon();
   }
 
   pause(): this {
@@ -255,8 +294,8 @@ class LinkCall extends EventEmitter implements OperationsCall {
 
   // The socket is read while the endpoint wants batches and none waits for room.
   private flow(): void {
-    if (this.paused || this.reader.holding) this.socket.pause();
-    else this.socket.resume();
+    if (this.paused || this.reader.holding) this.input.pause();
+    else this.input.resume();
   }
 
   private take(chunk: Buffer): void {
@@ -288,4 +327,46 @@ class LinkCall extends EventEmitter implements OperationsCall {
       this.socket.destroy();
     }
   }
+}
+
+/**
+ * A second socket on a duplicate of `socket`'s descriptor, reading into
+ * `buffer` over and over and handing each read to `take` (from the next
+ * turn of the event loop on); `socket` reads no more, and `early` is what it
+ * had read and not handed on. null where `socket` has no descriptor to
+ * duplicate: it is read as it was.
+ */
+function readInto(socket: net.Socket, buffer: Buffer, take: (chunk: Buffer) => void): { input: net.Socket; early: Buffer } | null {
+  const handle = (socket as net.Socket & { _handle?: { fd?: number; reading?: boolean; readStop(): number } | null })._handle;
+  if (typeof handle?.fd !== 'number' || handle.fd < 0) return null;
+  let fd: number;
+  try {
+    fd = native.socket.duplicate(handle.fd);
+  } catch {
+    return null;
+  }
+  // A paused socket still reads until its buffer is full: its reads stop
+  // here, in the same turn as the duplicate's start, so that no byte goes
+  // to it afterwards. Node is left believing they run, so that draining its
+  // buffer starts none.
+  handle.readStop();
+  handle.reading = true;
+  const early: Buffer[] = [];
+  for (let more: Buffer | null; (more = socket.read() as Buffer | null) !== null; ) early.push(more);
+  // net.Socket takes `onread` for any socket, though Node's types list it for connect() only.
+  const options: net.SocketConstructorOpts & { onread: net.OnReadOpts } = {
+    fd,
+    readable: true,
+    writable: false,
+    // Its end must not shut the connection down: results still go out on `socket`.
+    allowHalfOpen: true,
+    onread: {
+      buffer,
+      callback: (n: number) => {
+        take(buffer.subarray(0, n));
+        return true;
+      },
+    },
+  };
+  return { input: new net.Socket(options), early: Buffer.concat(early) };
 }

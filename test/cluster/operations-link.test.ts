@@ -70,6 +70,32 @@ t.test('Oyster peers: operations over links, gRPC clients on the same port', asy
     t.equal((await c.rest('n2', 'GET', `/data/${0x4141414141414141n}`)).text, 'over the link', 'REST reads the value the link wrote');
   });
 
+  await t.test('batches sent with the greeting, before its answer, and large batches cut into many reads, are all served', async (t) => {
+    const key = (k: number) => Buffer.alloc(KEY_SIZE, k);
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17, 'L');
+    // The first batches in the same write as the greeting: the node reads them before it answers.
+    const early = [put(21, key(0x51), 'early', 200), put(22, key(0x52), big.toString('latin1'), 200)].map((op) => frame(1, encodeOperationBatch({ ops: [op] })));
+    const link = await RawLink.open(c.address('n2'), Buffer.concat([hello(''), ...early]));
+    t.teardown(() => link.close());
+    t.same(link.welcome, { code: 0, details: '' }, 'an accepted greeting');
+    const results = new Map<number, ResultMsg>();
+    const answers = async (n: number) => {
+      while (results.size < n) {
+        const f = await link.next();
+        if (f?.type !== 'batch') break;
+        for (const r of f.batch.results) results.set(r.id, r);
+      }
+    };
+    await answers(2);
+    t.same([21, 22].map((id) => results.get(id)?.code ?? 0), [0, 0], 'both Puts answered');
+    // Operations on a link run side by side: the Gets only once the Puts were answered.
+    link.send({ ops: [get(23, key(0x51)), get(24, key(0x52))] });
+    await answers(4);
+    t.equal(results.get(23)?.value?.toString(), 'early', 'the small value reads back');
+    t.ok(results.get(24)?.value?.equals(big) || (results.get(24)?.size ?? 0) === big.length, 'the large one is stored whole');
+    t.ok(Buffer.from(await (await fetch(`${c.url('n2')}/data/${0x5252525252525252n}`)).arrayBuffer()).equals(big), 'REST reads it back byte-exact');
+  });
+
   await t.test('a large value announced, then read in parts (API.md, Oyster.Replicas)', async (t) => {
     const link = await RawLink.open(c.address('n2'), hello(''));
     t.teardown(() => link.close());
