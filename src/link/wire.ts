@@ -105,8 +105,9 @@ export class FramePool {
   static readonly FRAME_BUFFER = 1024 * 1024 + 64 * 1024;
   static readonly KEPT_FRAMES = 4;
   private readonly free: Buffer[] = [];
-  // The buffers handed out, by their memory, until given back.
-  private readonly out = new Set<ArrayBufferLike>();
+  // The buffers handed out, by their memory, until given back (one never
+  // given back is collected as any other).
+  private readonly out = new WeakSet<ArrayBufferLike>();
 
   /** A buffer of exactly `bytes`: a view of a kept one where its size fits. */
   take(bytes: number): Buffer {
