@@ -13,7 +13,7 @@ import { LinkManager } from './link-manager';
 import { NodeApi } from '../model/node-api';
 import { errors } from '../model/errors';
 import { ValueRoom } from '../model/pushed-value';
-import { READ_PART, ReadValue } from '../model/read-value';
+import { copyWithin } from '../model/read-value';
 import { isOpened, OpenedValue, WHOLE_UP_TO } from '../model/value';
 import { Topology } from '../model/topology';
 import { NodeStore } from '../store/node-store';
@@ -154,22 +154,17 @@ export class AlienHandoff {
    */
   private async deliverLarge(partition: Partition, target: NodeApi, key: Buffer, opened: OpenedValue): Promise<void> {
     const { room } = this.parts;
-    let held = 0;
     try {
-      if (await target.takesParts(key)) {
-        const parts = 2 * Math.min(READ_PART, opened.size);
-        if (!(await room.take(parts))) throw errors.unavailable(room.refusal);
-        held = parts;
-        await target.putIncoming(key, opened.version, new ReadValue(opened));
-        return;
-      }
+      if (await target.takesParts(key)) return await copyWithin(room, opened, (value) => target.putIncoming(key, opened.version, value));
       if (opened.size > room.limit || !(await room.take(opened.size))) throw errors.unavailable(`no room in http_body_memory_limit for a value of ${opened.size} bytes`);
-      held = opened.size;
-      const whole = await partition.engine.get(key);
-      if (whole?.kind === 'found') await target.put(key, whole.version, whole.value, []);
+      try {
+        const whole = await partition.engine.get(key);
+        if (whole?.kind === 'found') await target.put(key, whole.version, whole.value, []);
+      } finally {
+        room.give(opened.size);
+      }
     } finally {
       opened.reader.close();
-      if (held > 0) room.give(held);
     }
   }
 }

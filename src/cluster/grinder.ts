@@ -40,7 +40,7 @@ import { SupportNodes } from './support-nodes';
 import { Topology } from '../model/topology';
 import { ValueRoom } from '../model/pushed-value';
 import { teeValue } from './value-tee';
-import { READ_PART, ReadValue } from '../model/read-value';
+import { copyWithin } from '../model/read-value';
 
 export type ClusterPolicy = 'quorum' | 'simple';
 
@@ -268,16 +268,10 @@ export class Grinder implements DataApi {
           throw errors.failed(`${holder} no longer holds the value written`);
         }
         if (!isOpened(record)) return await this.parts.local.put(key, version, record.value, owners);
-        // The copy's two parts in memory count against the values in flight, as a client's windows do.
-        const room = 2 * Math.min(READ_PART, record.size);
-        let held = false;
         try {
-          if (!(await this.parts.budget.take(room))) throw errors.unavailable(this.parts.budget.refusal);
-          held = true;
-          return await this.parts.local.putAliensIncoming(key, version, new ReadValue(record), owners);
+          return await copyWithin(this.parts.budget, record, (value) => this.parts.local.putAliensIncoming(key, version, value, owners));
         } finally {
           record.reader.close();
-          if (held) this.parts.budget.give(room);
         }
       } catch (err) {
         lastErr = err;

@@ -15,7 +15,7 @@ import { errors } from '../model/errors';
 import { NodeApi } from '../model/node-api';
 import { ValueRoom } from '../model/pushed-value';
 import { isOpened, OpenedValue } from '../model/value';
-import { READ_PART, ReadValue } from '../model/read-value';
+import { copyWithin } from '../model/read-value';
 
 export type RepairOutcome = 'repaired' | 'failed' | 'dropped';
 
@@ -109,23 +109,19 @@ export class ReadRepair {
   /** Writes the value of `record`, read again from `from` a part at a time, to node `name` as it is read. */
   private async writeInParts(name: string, key: Buffer, record: OpenedValue, from: RepairSource): Promise<void> {
     const node = this.parts.node(name);
-    const room = 2 * Math.min(READ_PART, record.size);
     let opened: StoredRecord | OpenedValue | null = null;
-    let held = false;
     try {
       if (!(await node.takesParts(key))) throw errors.unavailable(`${name} takes no values in parts, and a value of ${record.size} bytes cannot be held whole`);
-      if (!(await this.parts.room.take(room))) throw errors.unavailable(this.parts.room.refusal);
-      held = true;
       opened = await this.parts.open(key, from);
       // Older than the record read (its holder lost it since): nothing to repair with.
       if (!isOpened(opened) || compareRecords(opened, record) < 0) throw new Error(`${from.node} (${from.store}) no longer holds the version read`);
-      await node.putIncoming(key, opened.version, new ReadValue(opened));
+      const value = opened;
+      await copyWithin(this.parts.room, value, (v) => node.putIncoming(key, value.version, v));
       this.parts.onRepair?.('repaired');
     } catch (err) {
       this.failed(name, err);
     } finally {
       if (isOpened(opened)) opened.reader.close();
-      if (held) this.parts.room.give(room);
     }
   }
 

@@ -3,10 +3,27 @@
 // read, whatever its size — by read repair and by anti-entropy — in the same
 // way a client's body is written as it arrives.
 import { errors } from './errors';
+import { ValueRoom } from './pushed-value';
 import { IncomingValue, OpenedValue } from './value';
 
 /** Bytes read at a time. */
 export const READ_PART = 1024 * 1024;
+
+/**
+ * Runs `write` with `opened` read again as a ReadValue, the memory of its
+ * two parts taken from `room` for as long as it runs, as a client's windows
+ * are: rejects with Unavailable (`room.refusal`), nothing written, when they
+ * found no room in time.
+ */
+export async function copyWithin<T>(room: ValueRoom, opened: OpenedValue, write: (value: ReadValue) => Promise<T>): Promise<T> {
+  const bytes = 2 * Math.min(READ_PART, opened.size);
+  if (!(await room.take(bytes))) throw errors.unavailable(room.refusal);
+  try {
+    return await write(new ReadValue(opened));
+  } finally {
+    room.give(bytes);
+  }
+}
 
 /**
  * A stored value read again as an IncomingValue, READ_PART bytes at a time
