@@ -17,7 +17,7 @@
 // copying is limited to `rateBytesPerSecond` of values.
 import fs from 'node:fs';
 import path from 'node:path';
-import { NodeStore } from '../store/node-store';
+import { NodeStore, streamInto } from '../store/node-store';
 import { LocalReplica } from '../store/place';
 import { parsePartitionName } from '../store/partition';
 import { ScrubDamage } from '../store/engine';
@@ -31,7 +31,7 @@ import { Logger } from '../logging/logger';
 import { VersionClock } from '../model/clock';
 import { MaybePromise } from '../model/maybe-promise';
 import { compareRecords, compareVersions, formatVersion, StoredRecord } from '../model/version';
-import { isOpened, OpenedValue, writeInLots } from '../model/value';
+import { isOpened, OpenedValue } from '../model/value';
 import { ReadValue } from '../model/read-value';
 import { isOysterError } from '../model/errors';
 import { PeerClient } from '../grpc/peer-client';
@@ -249,17 +249,8 @@ export class AntiEntropy {
    */
   private async copyInParts(local: Pick<LocalReplica, 'disk' | 'vdisk'>, key: Buffer, value: OpenedValue): Promise<void> {
     try {
-      const stream = await local.disk.write(() => local.vdisk().beginStream(key, value.version, value.size));
-      try {
-        await writeInLots(new ReadValue(value), async (pieces) => {
-          await this.tokens.take(pieces[0].length);
-          await local.disk.use(() => stream.append(pieces));
-        });
-        await local.disk.use(() => stream.finish());
-      } catch (err) {
-        await stream.abort().catch(() => undefined);
-        throw err;
-      }
+      const place = { disk: local.disk, begin: () => local.vdisk().beginStream(key, value.version, value.size) };
+      await streamInto([place], new ReadValue(value), (bytes) => this.tokens.take(bytes));
     } finally {
       value.reader.close();
     }

@@ -383,7 +383,7 @@ export class NodeStore implements NodeApi {
 }
 
 /** A place a value is streamed into: the disk its writes run under (Disk.use), and its stream's beginning. */
-interface StreamPlace {
+export interface StreamPlace {
   disk: Disk;
   begin: () => Promise<PutStream>;
 }
@@ -391,13 +391,17 @@ interface StreamPlace {
 /**
  * Writes the value into every place as it comes; all or none: a place that
  * cannot begin or fails mid-value aborts every stream and stops the value.
+ * `pace`, when given, is awaited before each lot's bytes are written.
  */
-async function streamInto(places: StreamPlace[], value: IncomingValue): Promise<void> {
+export async function streamInto(places: StreamPlace[], value: IncomingValue, pace?: (bytes: number) => Promise<void>): Promise<void> {
   const begun = await Promise.allSettled(places.map((p) => p.disk.write(p.begin)));
   const streams = begun.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []));
   try {
     for (const b of begun) if (b.status === 'rejected') throw b.reason;
-    await writeInLots(value, (pieces) => Promise.all(streams.map((s, i) => places[i].disk.use(() => s.append(pieces)))));
+    await writeInLots(value, async (pieces) => {
+      if (pace !== undefined) await pace(pieces.reduce((n, p) => n + p.length, 0));
+      await Promise.all(streams.map((s, i) => places[i].disk.use(() => s.append(pieces))));
+    });
     await Promise.all(streams.map((s, i) => places[i].disk.use(() => s.finish())));
   } catch (err) {
     value.cancel();
