@@ -11,8 +11,7 @@
 import { Logger } from '../logging/logger';
 import { LinkManager } from './link-manager';
 import { NodeApi } from '../model/node-api';
-import { errors } from '../model/errors';
-import { ValueRoom } from '../model/pushed-value';
+import { takeWhole, ValueRoom } from '../model/pushed-value';
 import { copyWithin } from '../model/read-value';
 import { isOpened, OpenedValue, WHOLE_UP_TO } from '../model/value';
 import { Topology } from '../model/topology';
@@ -156,7 +155,7 @@ export class AlienHandoff {
     const { room } = this.parts;
     try {
       if (await target.takesParts(key)) return await copyWithin(room, opened, (value) => target.putIncoming(key, opened.version, value));
-      if (opened.size > room.limit || !(await room.take(opened.size))) throw errors.unavailable(`no room in http_body_memory_limit for a value of ${opened.size} bytes`);
+      await takeWhole(room, opened.size);
       try {
         const whole = await partition.engine.get(key);
         if (whole?.kind === 'found') await target.put(key, whole.version, whole.value, []);

@@ -18,6 +18,15 @@ export interface ValueRoom {
   give(bytes: number): void;
 }
 
+/**
+ * Takes room in `room` for a value of `size` bytes to be held whole, to be
+ * given back by the caller; rejects with Unavailable when it is larger than
+ * the room's limit or found no room in time.
+ */
+export async function takeWhole(room: ValueRoom, size: number): Promise<void> {
+  if (size > room.limit || !(await room.take(size))) throw errors.unavailable(`no room in http_body_memory_limit for a value of ${size} bytes`);
+}
+
 interface Lot {
   pieces: Buffer[];
   written: () => void;

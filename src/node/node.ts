@@ -38,11 +38,11 @@ import { createRestApp } from '../rest/app';
 import { createRestServer } from '../rest/server';
 import { BodyBudget } from '../rest/body-budget';
 import { NodeApi } from '../model/node-api';
+import { takeWhole } from '../model/pushed-value';
 import { alienLocation, createNodeStore } from './storage';
 import { grpcChannel, grpcServerCredentials, readTls, TlsMaterial } from './tls';
 import { versionInfo } from './version';
 import { VersionClock } from '../model/clock';
-import { errors } from '../model/errors';
 import { formatVersion } from '../model/version';
 
 export interface NodeOptions {
@@ -279,7 +279,7 @@ export class OysterNode {
         maxInFlight: 64,
         // A large value is read whole for its repair, once the memory for values in flight has room for it.
         load: async (key, from, size) => {
-          if (size > bodyBudget.limit || !(await bodyBudget.take(size))) throw errors.unavailable(`no room in http_body_memory_limit for a value of ${size} bytes`);
+          await takeWhole(bodyBudget, size);
           let held = true;
           const give = () => {
             if (held) bodyBudget.give(size);
