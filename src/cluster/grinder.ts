@@ -192,7 +192,7 @@ export class Grinder implements DataApi {
 
   /**
    * A value written into the replicas on the nodes `up` as it arrives, in
-   * parts to the peers (teeValue: its memory the client's two windows). It
+   * parts to the peers (teeValue: its memory the client's windows). It
    * succeeds as a put does: once `quorum` replicas hold it, or below that
    * once every replica that failed it, or is on a node `down`, has an alien
    * copy. No node holds the value whole, so the alien copies are written

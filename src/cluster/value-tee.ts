@@ -2,7 +2,7 @@
 // node that stores it — this node's replicas and every peer replica — as
 // one PushedValue per node. The nodes share the source's lots: a lot is
 // let go of (its memory takes the next bytes) once every node still taking
-// the value wrote it, so the value's memory is the source's two windows
+// the value wrote it, so the value's memory is the source's windows
 // whatever the number of nodes, and the slowest node paces the client. A
 // node that cancels (its write failed) is left out from then on; once none
 // is left, the source is cancelled.

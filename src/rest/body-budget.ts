@@ -1,7 +1,7 @@
 // BodyBudget bounds the memory values in flight take over REST and gRPC,
 // across connections (node.yaml http_body_memory_limit): a body of
 // SMALL_BODY bytes or more held whole holds its bytes, one written as it
-// arrives two windows (middleware/streamed-body.ts), a large value being
+// arrives its windows (middleware/streamed-body.ts), a large value being
 // sent its buffer (http/opened-value.ts), a gRPC request message its length
 // (../grpc/receive-budget.ts; an Exist 32 times it), a value read whole for
 // a gRPC answer, a peer's part or a read repair its length

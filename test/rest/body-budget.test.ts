@@ -1,7 +1,7 @@
 // The memory of request bodies is bounded across connections
 // (http_body_memory_limit): 16 connections stalling near-limit bodies keep
 // the node's resident set under the bound while other clients are served;
-// a body of known length is written as it arrives and holds two windows of
+// a body of known length is written as it arrives and holds its windows of
 // the budget (its length if less), so bodies larger than the whole budget are stored; bodies that
 // find no room are refused with 503 and Retry-After, unread; an admitted
 // body completes byte-exact; the buffers bodies and answers pass through
@@ -10,13 +10,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
 import { BodyBudget, VALUE_BUFFER } from '../../src/rest/body-budget';
+import { WINDOW, WINDOWS } from '../../src/rest/middleware/streamed-body';
 import { call, client, startRestNode, waitFor } from './lib/node';
 
 const MiB = 1024 * 1024;
 const MAX_BODY = 32 * MiB;
 const BUDGET = 8 * MiB;
 // What a body written as it arrives holds of the budget (src/rest/middleware/streamed-body.ts).
-const HELD = 2 * MiB;
+const HELD = WINDOWS * WINDOW;
 
 /** Peak and current resident set of a process, in bytes. */
 function memory(pid: number): { hwm: number; rss: number } {
@@ -118,7 +119,7 @@ t.test('bodies in flight stay within http_body_memory_limit', async (t) => {
 
 t.test('a body written as it arrives holds no more of the budget than its length', async (t) => {
   const SIZE = 256 * 1024;
-  const COUNT = 12; // 3 MiB in all: more than two windows, which one body held before
+  const COUNT = 12; // 3 MiB in all: less than the windows of one large body
   const node = await startRestNode(t, {
     spec: { nodes: [{ name: 'solo' }], vdisks: 4 },
     opts: { httpMaxBodySize: MAX_BODY, extra: { http_body_memory_limit: COUNT * SIZE } },

@@ -33,7 +33,7 @@ const pattern = (n: number, seed: number): Buffer => new Rng(seed).bytes(n);
 const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 
 // How much a node's peak resident set may grow while one large value goes
-// in and out: the body's two windows, the answer's buffer, the socket
+// in and out: the body's windows, the answer's buffer, the socket
 // buffers, the pieces already written and not yet collected (V8 frees
 // buffers by the tens of MiB), and the code and heap of the paths run for
 // the first time. The value itself is 64 MiB or 1 GiB.
@@ -67,7 +67,7 @@ t.test('a 64 MiB value round-trips byte-exact', async (t) => {
   t.equal(part.status, 206);
   t.ok(part.body.equals(value.subarray(32 * MiB, 33 * MiB)), 'a range from the middle');
   const grew = peakRss(node.child.pid!) - before;
-  // Written as it arrives, read in parts: two windows of the body, two
+  // Written as it arrives, read in parts: the windows of the body, two
   // buffers of the answer, and what the code run for the first time takes.
   t.ok(grew < RSS_GROWTH, `peak resident set grew ${(grew / MiB).toFixed(0)} MiB for a ${(value.length / MiB).toFixed(0)} MiB value`);
 });

@@ -1,7 +1,7 @@
 // A body written as it arrives (src/rest/middleware/streamed-body.ts) hands
 // out windows that stay the writer's until it says they are written: the
-// next window fills while one is being written, no window's bytes change
-// before it is said written, reading pauses while two are held, and the
+// next windows fill while one is being written, no window's bytes change
+// before it is said written, reading pauses while WINDOWS are held, and the
 // buffers go back to the budget only once the last is written. Driven step
 // by step by the route itself, behind Node's HTTP server and Koa, over a
 // real connection; the writer here is the test, in place of the engine.
@@ -10,7 +10,7 @@ import net from 'node:net';
 import Koa from 'koa';
 import t from 'tap';
 import { BodyBudget } from '../../src/rest/body-budget';
-import { requestValue, WINDOW } from '../../src/rest/middleware/streamed-body';
+import { requestValue, WINDOW, WINDOWS } from '../../src/rest/middleware/streamed-body';
 import { isIncoming } from '../../src/model/value';
 import { Rng } from '../robustness/lib';
 
@@ -28,10 +28,11 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   return settled;
 }
 
-t.test('windows stay the writer\'s until said written; two at most are held', async (t) => {
-  const body = new Rng(7).bytes(3 * WINDOW + 5); // four windows, the last of 5 bytes
+t.test(`windows stay the writer's until said written; ${WINDOWS} at most are held`, async (t) => {
+  // WINDOWS + 2 windows, the last of 5 bytes.
+  const body = new Rng(7).bytes((WINDOWS + 1) * WINDOW + 5);
   const windowOf = (k: number) => body.subarray(k * WINDOW, Math.min(body.length, (k + 1) * WINDOW));
-  const budget = new BodyBudget(8 * MiB);
+  const budget = new BodyBudget(4 * WINDOWS * MiB);
   let sent: () => void = () => undefined;
   const allSent = new Promise<void>((resolve) => (sent = resolve));
 
@@ -39,32 +40,32 @@ t.test('windows stay the writer\'s until said written; two at most are held', as
   app.use(async (ctx) => {
     const value = await requestValue(ctx, 64 * MiB, budget);
     if (!isIncoming(value)) throw new Error('expected a body written as it arrives');
-    const w0 = (await value.next())![0];
-    const w1 = (await value.next())![0];
-    t.ok(w0.equals(windowOf(0)) && w1.equals(windowOf(1)), 'the second window fills while the first is not yet written');
+    const held: Buffer[] = [];
+    for (let k = 0; k < WINDOWS; k++) held.push((await value.next())![0]);
+    const keep = (ws: Buffer[], from: number) => ws.every((w, i) => w.equals(windowOf(from + i)));
+    t.ok(keep(held, 0), 'the next windows fill while the first is not yet written');
     // Every byte in the kernel's buffers, or as many as they take.
     await Promise.race([allSent, sleep(500)]);
-    const third = value.next();
-    t.notOk(await settlesWithin(third, 200), 'with two windows held, the third waits although every byte was sent');
-    t.ok(w0.equals(windowOf(0)) && w1.equals(windowOf(1)), 'the two held windows keep their bytes');
+    const next = value.next();
+    t.notOk(await settlesWithin(next, 200), `with ${WINDOWS} windows held, the next waits although every byte was sent`);
+    t.ok(keep(held, 0), 'the held windows keep their bytes');
 
     value.written(); // the first
-    const w2 = (await third)![0];
-    t.ok(w2.equals(windowOf(2)), 'the third window, once the first is written');
-    t.equal(w2.buffer, w0.buffer, 'in the first one\'s buffer');
-    t.ok(w1.equals(windowOf(1)), 'the second window keeps its bytes meanwhile');
+    const wNext = (await next)![0];
+    t.ok(wNext.equals(windowOf(WINDOWS)), 'the next window, once the first is written');
+    t.equal(wNext.buffer, held[0].buffer, "in the first one's buffer");
+    t.ok(keep(held.slice(1), 1), 'the others keep their bytes meanwhile');
     value.written(); // the second
-    const w3 = (await value.next())![0];
-    t.ok(w3.equals(windowOf(3)), 'the last window');
+    const last = (await value.next())![0];
+    t.ok(last.equals(windowOf(WINDOWS + 1)), 'the last window');
     t.equal(await value.next(), null, 'then the end');
-
-    // Two windows are still being written: their buffers are nobody else's yet.
+    // WINDOWS windows are still being written: their buffers are nobody else's yet.
+    const writing = [...held.slice(2), wNext, last];
     const other = budget.buffer();
-    t.ok(other.buffer !== w2.buffer && other.buffer !== w3.buffer, 'a buffer asked for meanwhile is another one');
-    value.written();
-    value.written();
-    const kept = [budget.buffer(), budget.buffer()].map((b) => b.buffer);
-    t.ok(kept.includes(w2.buffer) && kept.includes(w3.buffer), 'once both are written, the budget keeps their buffers for the next bodies');
+    t.ok(writing.every((w) => other.buffer !== w.buffer), 'a buffer asked for meanwhile is another one');
+    for (const _ of writing) value.written();
+    const kept = writing.map(() => budget.buffer().buffer);
+    t.ok(writing.every((w) => kept.includes(w.buffer)), 'once all are written, the budget keeps their buffers for the next bodies');
     ctx.status = 204;
   });
   const server = http.createServer(app.callback());

@@ -1,6 +1,6 @@
 // A request body of known length handed to storage as it arrives
-// (IncomingValue): the node holds at most two windows of it — the one being
-// written and the next, filling or full and queued behind it — and takes
+// (IncomingValue): the node holds at most WINDOWS windows of it — the one
+// being written, and those behind it, full and queued or filling — and takes
 // them from the body budget, whatever the size of the value. Storage that
 // cannot take a value in pieces (it goes to other nodes) asks for it whole,
 // which is read as any body is, within http_body_memory_limit.
@@ -11,8 +11,8 @@
 // gives every piece a fresh buffer; pieces kept until their window was
 // written outlived V8's young-generation collections, and only collections
 // of the whole heap freed them: under 64 uploads of 1 MiB, 79 of those in
-// 8 s against 3 with the copy). The two windows' buffers come from the
-// budget and go back to it for the next values.
+// 8 s against 3 with the copy). The windows' buffers come from the budget
+// and go back to it for the next values.
 import type { Context } from 'koa';
 import { IncomingValue } from '../../model/value';
 import { BodyBudget, VALUE_BUFFER } from '../body-budget';
@@ -51,12 +51,22 @@ export const STREAM_FROM = 128 * 1024;
 /** The bytes a body collects before it pauses until they are asked for: one of the budget's buffers. */
 export const WINDOW = VALUE_BUFFER;
 
+/**
+ * The windows a body fills ahead of the storage writing them. The event
+ * loop learns that a window was written only between its turns of reading
+ * the socket, 1–2 ms late under a 64 MiB upload, in which time the socket
+ * fills two or three more: with two windows, reading stopped for half of
+ * them and the upload ran 0.90× as fast (docs/BENCHMARKS.md); three did as
+ * well as four and eight, four leave room for a faster client.
+ */
+export const WINDOWS = 4;
+
 export class StreamedBody implements IncomingValue {
   // Window k of the body is bytes [k × WINDOW, (k + 1) × WINDOW) of it, in
-  // buffer k % 2. Windows before `filling` are full; `filled` bytes of that
-  // one arrived. Those before `handed` were handed out by next(), and those
-  // before `released` said written (written()): window k can fill once
-  // window k − 2, in the same buffer, was released.
+  // buffer k % WINDOWS. Windows before `filling` are full; `filled` bytes of
+  // that one arrived. Those before `handed` were handed out by next(), and
+  // those before `released` said written (written()): window k can fill once
+  // window k − WINDOWS, in the same buffer, was released.
   private buffers: Buffer[] = [];
   private filling = 0;
   private filled = 0;
@@ -125,12 +135,12 @@ export class StreamedBody implements IncomingValue {
   }
 
   private window(k: number): Buffer {
-    return this.buffers[k % 2].subarray(0, Math.min(WINDOW, this.size - k * WINDOW));
+    return this.buffers[k % WINDOWS].subarray(0, Math.min(WINDOW, this.size - k * WINDOW));
   }
 
   // Whether the window filling has a buffer free for it.
   private get canFill(): boolean {
-    return this.filling < this.windows && this.filling - 2 < this.released;
+    return this.filling < this.windows && this.filling - WINDOWS < this.released;
   }
 
   // Counts `n` bytes arrived into the window filling; true while it, or the
@@ -187,12 +197,13 @@ export class StreamedBody implements IncomingValue {
 
   private async start(): Promise<void> {
     this.started = true;
-    // Two windows at most (one being written, one filling), never more than the body.
-    if (!(await new Held(this.ctx, this.budget).take(Math.min(2 * WINDOW, this.size)))) throw busy(this.ctx, this.budget);
+    // WINDOWS windows at most, never more than the body.
+    const windows = Math.min(WINDOWS, this.windows);
+    if (!(await new Held(this.ctx, this.budget).take(Math.min(windows * WINDOW, this.size)))) throw busy(this.ctx, this.budget);
     const req = this.ctx.req;
     if (req.destroyed) throw incomplete();
     askForBody(req, this.ctx.res);
-    this.buffers = this.windows > 1 ? [this.budget.buffer(), this.budget.buffer()] : [this.budget.buffer()];
+    this.buffers = Array.from({ length: windows }, () => this.budget.buffer());
     const socketBody = SocketBody.take(req);
     if (socketBody !== null) {
       // What Node's parser read before the connection was taken, then the rest from the socket.
@@ -206,7 +217,7 @@ export class StreamedBody implements IncomingValue {
         });
         return;
       }
-      // More than two windows were buffered (never seen): read as over TLS.
+      // More than WINDOWS windows were buffered (never seen): read as over TLS.
       socketBody.release();
     }
     req.on('data', (chunk: Buffer) => this.take(chunk));
