@@ -24,6 +24,14 @@ import { operationWeight } from './operation-codec';
  * over); an operation heavier than that goes alone.
  */
 const BATCH_BYTES = 4 * 1024 * 1024;
+/**
+ * An operation with a value of this many bytes or more (a part of a large
+ * value, 1 MiB) goes in a batch of its own: its frame on a link then fits
+ * one of the link's kept buffers (FramePool, src/link/wire.ts). Parts
+ * queued together went out as one frame of 2–4 MiB, each in a fresh
+ * buffer: V8 collected the whole heap twice per 64 MiB forwarded.
+ */
+const LONE_VALUE = 64 * 1024;
 /** Operations held back while a batch awaits its first results are sent anyway once this many wait… */
 const HOLD_OPS = 256;
 /** …or once they waited this long, ms (unless the options say otherwise). */
@@ -170,9 +178,14 @@ export class OperationStream {
       for (; n < this.queue.length; n++) {
         const p = this.pending.get(this.queue[n].id);
         const w = p?.weight ?? 0;
-        if (n > 0 && weight + w > BATCH_BYTES) break;
+        const lone = (this.queue[n].value?.length ?? 0) >= LONE_VALUE;
+        if (n > 0 && (weight + w > BATCH_BYTES || lone)) break;
         weight += w;
         if (p) p.stream = stream;
+        if (lone) {
+          n++;
+          break;
+        }
       }
       const ops = this.queue.splice(0, n);
       this.queuedWeight -= weight;

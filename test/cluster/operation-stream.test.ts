@@ -72,6 +72,24 @@ t.test('operations sent in one turn travel as one batch and are matched by id', 
   s.close();
 });
 
+t.test('an operation with a value of 64 KiB or more goes in a batch of its own', async (t) => {
+  const batches: number[][] = [];
+  const { client } = await peer(t, (call) => {
+    call.on('data', (b: OperationBatchMsg) => {
+      batches.push(b.ops.map((op) => op.value?.length ?? 0));
+      call.write({ results: b.ops.map((op) => ({ id: op.id, kind: 0, timestamp: '0', tick: '0', node: 0 })) });
+    });
+  });
+  const s = stream(client, { maxBytes: 16 << 20 });
+  // One turn: small puts around three parts of 1 MiB, and one just under the bound.
+  const sizes = [10, 20, 1 << 20, 1 << 20, 30, 1 << 20, 64 * 1024 - 1, 40];
+  await Promise.all(sizes.map((n) => s.send(put(n), n)));
+  t.same(batches.flat(), sizes, 'every operation, in the order sent');
+  for (const b of batches) if (b.some((n) => n >= 64 * 1024)) t.equal(b.length, 1, `a batch with a ${b[0]}-byte value holds it alone`);
+  t.same(batches, [[10, 20], [1 << 20], [1 << 20], [30], [1 << 20], [64 * 1024 - 1, 40]], 'the small ones still share batches');
+  s.close();
+});
+
 t.test('while a batch awaits its results, later operations wait for them and then go as one batch', async (t) => {
   const batches: number[] = [];
   const arrived: number[] = [];
