@@ -159,11 +159,13 @@ export class ServingPort {
  * resume of its reads. Nor is it read while a batch waits for room
  * (`rooms`).
  *
- * The connection is read into one buffer over and over, through a second
- * socket on a duplicate of its descriptor (`input`, with `onread`): Node
- * reads a socket it accepted into a fresh 64 KiB buffer each time, and
- * those, a part of a value after another, had V8 collect its whole heap
- * every few tens of MiB received. Results are written on the socket
+ * The connection is read into one buffer over and over, and the rest of a
+ * large frame straight into the frame's buffer, through a second socket on
+ * a duplicate of its descriptor (`input`, with `onread`): Node reads a
+ * socket it accepted into a fresh 64 KiB buffer each time, and those, a
+ * part of a value after another, had V8 collect its whole heap every few
+ * tens of MiB received; read into one buffer, every byte of a part was
+ * copied once more. Results are written on the socket
  * accepted, which is never read again; it is closed once the peer's side
  * has ended too (its unread bytes would reset the connection, results and
  * all), or on a failure.
@@ -194,7 +196,13 @@ class LinkCall extends EventEmitter implements OperationsCall {
     private readonly log: Logger,
   ) {
     super();
-    const read = readInto(socket, Buffer.allocUnsafeSlow(READ_BUFFER), (chunk) => this.take(chunk));
+    const spare = Buffer.allocUnsafeSlow(READ_BUFFER);
+    // The first target is asked for before the reader is made: nothing is gathered yet.
+    const read = readInto(
+      socket,
+      () => (this.reader === undefined ? spare : this.reader.target(spare)),
+      (into, n) => this.took(into, n),
+    );
     this.input = read?.input ?? socket;
     this.early = read?.early ?? Buffer.alloc(0);
     const rooms = (this.rooms = new MessageRooms(limits.budget, new ArrivalDeadline(this.input, limits.receiveTimeoutMs, (details) => this.stalled(details))));
@@ -304,6 +312,11 @@ class LinkCall extends EventEmitter implements OperationsCall {
     if (this.reader.holding) this.flow();
   }
 
+  private took(into: Buffer, n: number): void {
+    this.read(() => this.reader.took(into, n));
+    if (this.reader.holding) this.flow();
+  }
+
   // A batch let in did not come whole in time: the link ends, and with it
   // the batch's room, even if the sender keeps its side open.
   private stalled(details: string): void {
@@ -330,13 +343,13 @@ class LinkCall extends EventEmitter implements OperationsCall {
 }
 
 /**
- * A second socket on a duplicate of `socket`'s descriptor, reading into
- * `buffer` over and over and handing each read to `take` (from the next
- * turn of the event loop on); `socket` reads no more, and `early` is what it
- * had read and not handed on. null where `socket` has no descriptor to
- * duplicate: it is read as it was.
+ * A second socket on a duplicate of `socket`'s descriptor, reading into the
+ * buffer `target` gives for each read and handing the bytes read to `took`
+ * (from the next turn of the event loop on); `socket` reads no more, and
+ * `early` is what it had read and not handed on. null where `socket` has no
+ * descriptor to duplicate: it is read as it was.
  */
-function readInto(socket: net.Socket, buffer: Buffer, take: (chunk: Buffer) => void): { input: net.Socket; early: Buffer } | null {
+function readInto(socket: net.Socket, target: () => Buffer, took: (into: Buffer, n: number) => void): { input: net.Socket; early: Buffer } | null {
   const handle = (socket as net.Socket & { _handle?: { fd?: number; reading?: boolean; readStop(): number } | null })._handle;
   if (typeof handle?.fd !== 'number' || handle.fd < 0) return null;
   let fd: number;
@@ -361,9 +374,9 @@ function readInto(socket: net.Socket, buffer: Buffer, take: (chunk: Buffer) => v
     // Its end must not shut the connection down: results still go out on `socket`.
     allowHalfOpen: true,
     onread: {
-      buffer,
-      callback: (n: number) => {
-        take(buffer.subarray(0, n));
+      buffer: target,
+      callback: (n: number, into: Uint8Array) => {
+        took(into as Buffer, n);
         return true;
       },
     },

@@ -142,7 +142,9 @@ export function decodeStatus(payload: Buffer): { code: number; details: string }
  * Cuts a byte stream into frames. A frame that arrives within one chunk is
  * handed on as a view of it (a copy, with `copyViews`: the chunks are one
  * buffer read into again); a larger one is gathered into a buffer of its
- * own size, allocated once its header is in (never more than `maxBytes`).
+ * own size, allocated once its header is in (never more than `maxBytes`),
+ * and a stream read through target() and took() reads the rest of it
+ * there, uncopied.
  * `admit`, when given, is asked about each frame once its header is in:
  * false holds the frame and the bytes after it until `resume` is called.
  * `frames`, when given, holds the buffers gathered frames go into: their
@@ -157,6 +159,8 @@ export class FrameReader {
   private bodyFill = 0;
   private type = 0;
   private held: Buffer | null = null;
+  // The rest of the frame being gathered, when the last target() was it.
+  private inPlace: Buffer | null = null;
 
   constructor(
     private readonly maxBytes: number,
@@ -210,13 +214,37 @@ export class FrameReader {
       chunk.copy(this.body, this.bodyFill, at, at + n);
       this.bodyFill += n;
       at += n;
-      if (this.bodyFill === this.body.length) {
-        const body = this.body;
-        this.body = null;
-        this.size = -1;
-        this.onFrame(this.type, body);
-      }
+      if (this.bodyFill === this.body.length) this.gathered();
     }
+  }
+
+  /**
+   * Where the stream's next read should go: the rest of the frame being
+   * gathered (never past its end), else `spare`. What was read there goes
+   * to took() before anything else is pushed.
+   */
+  target(spare: Buffer): Buffer {
+    this.inPlace = this.body !== null && this.held === null ? this.body.subarray(this.bodyFill) : null;
+    return this.inPlace ?? spare;
+  }
+
+  /** `n` bytes were read into `into`, a target(); throws as push does. */
+  took(into: Buffer, n: number): void {
+    if (into !== this.inPlace) {
+      this.push(into.subarray(0, n));
+      return;
+    }
+    this.inPlace = null;
+    this.bodyFill += n;
+    if (this.bodyFill === this.body!.length) this.gathered();
+  }
+
+  // The frame being gathered is whole.
+  private gathered(): void {
+    const body = this.body!;
+    this.body = null;
+    this.size = -1;
+    this.onFrame(this.type, body);
   }
 
   /** Goes on with the frame `admit` held, and the bytes that came after it; throws as push does. */

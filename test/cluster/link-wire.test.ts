@@ -76,6 +76,46 @@ t.test('frames read from one buffer, read into again, are copies (copyViews)', a
   );
 });
 
+t.test('a stream read through target() and took(): the rest of a large frame is read into place, never past its end', async (t) => {
+  let seed = 777;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const payloads = [3, 200_000, 10, 1 << 20, 70_000, 1].map((n, i) => {
+    const p = Buffer.alloc(n);
+    for (let k = 0; k < n; k++) p[k] = (k * 31 + i) & 0xff;
+    return p;
+  });
+  const stream = Buffer.concat(payloads.map((p) => frame(1, p)));
+  const spare = Buffer.alloc(64 * 1024);
+  for (let run = 0; run < 20; run++) {
+    const got: Buffer[] = [];
+    const reader = new FrameReader(2 << 20, (_type, payload) => got.push(payload), true);
+    let direct = 0;
+    // As a socket with onread: each read puts up to what the target holds into it.
+    for (let at = 0; at < stream.length; ) {
+      const into = reader.target(spare);
+      if (into !== spare) {
+        const gathering = got.length; // the frame being gathered
+        t.ok(into.length <= payloads[gathering].length, 'a target inside a frame ends where the frame does');
+        direct++;
+      }
+      const n = Math.min(into.length, stream.length - at, 1 + rand(run % 2 === 0 ? 300 : 150_000));
+      stream.copy(into, 0, at, at + n);
+      at += n;
+      reader.took(into, n);
+      spare.fill(0xee); // read into again before the frames are looked at
+    }
+    if (got.length !== payloads.length || got.some((p, i) => !p.equals(payloads[i]))) {
+      t.fail(`run ${run}: ${got.length} frames, not the ${payloads.length} sent, or not byte-exact`);
+      return;
+    }
+    if (direct === 0) t.fail(`run ${run}: no read went into a frame's buffer`);
+  }
+  t.pass('20 runs, reads of 1–300 and 1–150,000 bytes: every frame whole and byte-exact');
+});
+
 t.test('frames gathered into kept buffers: reused only once given back, a frame outside their sizes in one of its own', async (t) => {
   const pool = new FramePool();
   const a = pool.take(1024 * 1024);
