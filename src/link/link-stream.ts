@@ -57,23 +57,26 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
   /** Buffers for the frames of batches, given back once written. */
   private readonly sent = new FramePool();
   /** Where the bytes read go: the greeting, then the frames. */
-  private onBytes: (chunk: Buffer) => void;
+  private onBytes: (into: Buffer, n: number) => void;
+  /** The frames' reader, once the greeting is in. */
+  private reader: FrameReader | null = null;
 
   constructor(private readonly o: LinkStreamOptions) {
     super();
     this.onBytes = this.onGreeting;
-    const buffer = Buffer.allocUnsafe(READ_BUFFER);
+    const spare = Buffer.allocUnsafe(READ_BUFFER);
     // cluster.yaml's address, which the configuration checked with the same parser.
-    // Bytes are read into one buffer, over and over: results carry values,
-    // and a fresh 64 KiB per read (Node's default) would have V8 collect its
-    // whole heap every few tens of MiB received.
+    // Bytes are read into one buffer, over and over, and the rest of a large
+    // frame straight into the frame's buffer (FrameReader.target): results
+    // carry values, and a fresh 64 KiB per read (Node's default) would have
+    // V8 collect its whole heap every few tens of MiB received.
     this.socket = net.connect({
       ...parseHostPort(o.address),
       noDelay: true,
       onread: {
-        buffer,
-        callback: (n) => {
-          this.onBytes(buffer.subarray(0, n));
+        buffer: () => this.reader?.target(spare) ?? spare,
+        callback: (n, into) => {
+          this.onBytes(into as Buffer, n);
           return true;
         },
       },
@@ -115,8 +118,9 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     this.delegate?.cancel();
   }
 
-  private readonly onGreeting = (chunk: Buffer): void => {
+  private readonly onGreeting = (into: Buffer, n: number): void => {
     // A copy: the chunk is the read buffer, read into again.
+    const chunk = into.subarray(0, n);
     this.seen = this.seen === null ? Buffer.from(chunk) : Buffer.concat([this.seen, chunk]);
     const welcome = parseWelcome(this.seen);
     if (welcome === 'short') return;
@@ -129,7 +133,7 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     const held = this.held ?? [];
     this.held = null;
     this.o.onOutcome('linked');
-    const reader = new FrameReader(
+    const reader = (this.reader = new FrameReader(
       MAX_FRAME,
       (type, payload) => {
         if (type === BATCH) this.emit('data', decodeResultBatch(payload));
@@ -139,20 +143,20 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
         } else throw new Error(`a frame of type ${type}`);
       },
       true,
-    );
-    const take = (c: Buffer) => {
+    ));
+    const frames = (read: () => void) => {
       try {
-        reader.push(c);
+        read();
       } catch (err) {
         this.fail(failure(grpc.status.INTERNAL, `${this.o.address} sent ${(err as Error).message}`));
       }
     };
-    this.onBytes = take;
+    this.onBytes = (into, n) => frames(() => reader.took(into, n));
     this.socket.on('drain', () => this.emit('drain'));
     const rest = this.seen.subarray(welcome.used);
     this.seen = null;
     for (const b of held) this.write(b);
-    if (rest.length > 0) take(rest);
+    if (rest.length > 0) frames(() => reader.push(rest));
   };
 
   private fallBack(): void {
