@@ -177,6 +177,8 @@ export class FrameReader {
 
   /** Takes the next bytes; throws (the stream is unusable) on a frame of length 0 or over maxBytes. */
   push(chunk: Buffer): void {
+    // A read into the frame's buffer would overwrite these bytes.
+    if (this.inPlace !== null) throw new Error('bytes pushed while a read into a frame is under way');
     if (this.held !== null) {
       this.held = Buffer.concat([this.held, chunk]);
       return;
@@ -221,7 +223,7 @@ export class FrameReader {
   /**
    * Where the stream's next read should go: the rest of the frame being
    * gathered (never past its end), else `spare`. What was read there goes
-   * to took() before anything else is pushed.
+   * to took(), before anything is pushed (push throws meanwhile).
    */
   target(spare: Buffer): Buffer {
     this.inPlace = this.body !== null && this.held === null ? this.body.subarray(this.bodyFill) : null;
@@ -231,6 +233,7 @@ export class FrameReader {
   /** `n` bytes were read into `into`, a target(); throws as push does. */
   took(into: Buffer, n: number): void {
     if (into !== this.inPlace) {
+      this.inPlace = null;
       this.push(into.subarray(0, n));
       return;
     }
