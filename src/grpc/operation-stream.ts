@@ -39,7 +39,13 @@ const HOLD_MS = 1;
 
 /** A stream of batches to one peer and of its results back: a gRPC call of Replicas.Operations, or an operations link (src/link). */
 export interface OperationsDuplex {
-  write(batch: OperationBatchMsg): boolean;
+  /**
+   * Sends `batch`; `written` is called once the stream needs its
+   * operations' buffers no more (it serialized or copied them, or dropped
+   * them with the stream). Until then a value's bytes must stay as they are:
+   * a stream that cannot write yet may keep the batch as it is.
+   */
+  write(batch: OperationBatchMsg, written?: () => void): boolean;
   cancel(): void;
   on(event: 'data', listener: (batch: ResultBatchMsg) => void): unknown;
   on(event: 'error', listener: (err: grpc.ServiceError) => void): unknown;
@@ -64,6 +70,8 @@ export interface OperationStreamOptions {
 class Pending {
   /** The stream it was written to; null while queued. */
   stream: OperationsDuplex | null = null;
+  /** The stream needs its value's buffer no more (OperationsDuplex.write's `written`). */
+  written = false;
 
   constructor(
     readonly resolve: (r: ResultMsg) => void,
@@ -190,7 +198,11 @@ export class OperationStream {
       const ops = this.queue.splice(0, n);
       this.queuedWeight -= weight;
       this.awaitingReply = true;
-      if (!stream.write({ ops })) {
+      const sent = ops.map((op) => this.pending.get(op.id));
+      const written = () => {
+        for (const p of sent) if (p) p.written = true;
+      };
+      if (!stream.write({ ops }, written)) {
         // The peer takes no more for now: the rest waits for it (bounded above).
         this.writable = false;
         stream.once('drain', () => {
@@ -252,8 +264,17 @@ export class OperationStream {
     this.stopSweeper();
   }
 
+  /**
+   * Times out what waited operation_timeout. A stream that has not even
+   * taken such an operation's value from its buffer (a peer that reads
+   * nothing holds back grpc-js's messages and a link's first batches) is
+   * ended with it: the caller lets go of the buffer once the operation
+   * failed — a part of a large value is a client's window, which then takes
+   * the next bytes of the body — and the stream would send those instead.
+   */
   private readonly sweep = (): void => {
     const late = Date.now() - this.o.timeoutMs;
+    const stuck = new Set<OperationsDuplex>();
     for (const [id, p] of this.pending) {
       if (p.started > late) continue;
       this.pending.delete(id);
@@ -263,7 +284,13 @@ export class OperationStream {
         this.queue.splice(queued, 1);
         this.queuedWeight -= p.weight;
       }
+      if (p.stream !== null && !p.written) stuck.add(p.stream);
       p.reject(new OysterError('Timeout', `Timeout ${this.o.peer} did not answer within ${this.o.timeoutMs} ms`));
+    }
+    // In the same turn as the rejections, before anything acts on them.
+    for (const s of stuck) {
+      s.cancel();
+      this.ended(s, errors.failed(`${this.o.peer} took no batch on the operation stream within ${this.o.timeoutMs} ms`));
     }
     this.stopSweeper();
   };

@@ -47,8 +47,8 @@ function failure(code: number, details: string): Failure {
 
 export class LinkStream extends EventEmitter implements OperationsDuplex {
   private readonly socket: net.Socket;
-  /** Batches written before the peer answered the greeting. */
-  private held: OperationBatchMsg[] | null = [];
+  /** Batches written before the peer answered the greeting, kept as they are. */
+  private held: Array<{ batch: OperationBatchMsg; written?: () => void }> | null = [];
   private seen: Buffer | null = null;
   private delegate: OperationsDuplex | null = null;
   private over = false;
@@ -100,14 +100,19 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     });
   }
 
-  write(batch: OperationBatchMsg): boolean {
-    if (this.delegate !== null) return this.delegate.write(batch);
+  write(batch: OperationBatchMsg, written?: () => void): boolean {
+    if (this.delegate !== null) return this.delegate.write(batch, written);
     if (this.held !== null) {
-      this.held.push(batch);
+      this.held.push({ batch, written });
       return true;
     }
-    if (this.over) return true;
+    if (this.over) {
+      written?.();
+      return true;
+    }
+    // Encoded now: the frame holds a copy of the values.
     const payload = encodeOperationBatch(batch, (bytes) => this.sent.take(bytes));
+    written?.();
     return writeFrame(this.socket, BATCH, payload, () => this.sent.give(payload));
   }
 
@@ -155,7 +160,7 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     this.socket.on('drain', () => this.emit('drain'));
     const rest = this.seen.subarray(welcome.used);
     this.seen = null;
-    for (const b of held) this.write(b);
+    for (const b of held) this.write(b.batch, b.written);
     if (rest.length > 0) frames(() => reader.push(rest));
   };
 
@@ -172,7 +177,7 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     d.on('error', (err) => this.finish('error', err));
     d.on('end', () => this.finish('end'));
     d.on('drain', () => this.emit('drain'));
-    for (const b of held) d.write(b);
+    for (const b of held) d.write(b.batch, b.written);
   }
 
   private fail(err: Failure): void {

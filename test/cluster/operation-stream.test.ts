@@ -16,6 +16,10 @@ import { OperationStream } from '../../src/grpc/operation-stream';
 import { OperationBatchMsg, OperationKind, Replicas, ReplicasService, ResultBatchMsg } from '../../src/grpc/proto';
 import { TestCluster } from './lib';
 
+async function waitFor(done: () => boolean, ms: number): Promise<void> {
+  for (const until = Date.now() + ms; !done() && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+}
+
 type Script = (call: grpc.ServerDuplexStream<OperationBatchMsg, ResultBatchMsg>) => void;
 
 async function peer(t: Test, script: Script | null): Promise<{ client: grpc.Client; opens: () => number }> {
@@ -144,6 +148,44 @@ t.test('held operations leave after the hold when the peer is slow to answer any
   await Promise.all([first, second]);
   t.same(batches, [1, 1]);
   s.close();
+});
+
+t.test('a peer that reads nothing: the stream still holding a timed-out operation\'s value is ended', async (t) => {
+  // The caller lets go of a value's buffer once its operation failed (a
+  // client's window takes the next bytes): a stream that had not sent it yet
+  // must not send it afterwards.
+  let cancelled = 0;
+  const { client, opens } = await peer(t, (call) => {
+    call.pause(); // flow control soon holds the client's messages back, unserialized
+    call.on('cancelled', () => cancelled++);
+  });
+  const s = stream(client, { timeoutMs: 400, maxBytes: 64 << 20 });
+  const outcomes = await Promise.all(Array.from({ length: 40 }, () => s.send(put(256 * 1024), 256 * 1024).then(() => 'answered', (err: unknown) => err)));
+  t.ok(outcomes.every((e) => isOysterError(e, 'Timeout')), 'every operation timed out');
+  await waitFor(() => cancelled === 1, 2000);
+  t.equal(cancelled, 1, 'the stream that held values unsent was ended');
+  const next = s.send(get(1), 0).then(() => 'answered', (err: unknown) => err);
+  await waitFor(() => opens() === 2, 2000);
+  t.equal(opens(), 2, 'the next operation opens another stream');
+  s.close();
+  await next;
+});
+
+t.test('a peer that takes every batch and answers none: operations time out, the stream stays', async (t) => {
+  let cancelled = 0;
+  const { client, opens } = await peer(t, (call) => {
+    call.on('data', () => undefined);
+    call.on('cancelled', () => cancelled++);
+  });
+  const s = stream(client, { timeoutMs: 300, maxBytes: 64 << 20 });
+  const outcomes = await Promise.all(Array.from({ length: 4 }, () => s.send(put(256 * 1024), 256 * 1024).then(() => 'answered', (err: unknown) => err)));
+  t.ok(outcomes.every((e) => isOysterError(e, 'Timeout')), 'every operation timed out');
+  const next = s.send(get(1), 0).then(() => 'answered', (err: unknown) => err);
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(cancelled, 0, 'the stream that sent them all is not ended');
+  t.equal(opens(), 1, 'and goes on carrying operations');
+  s.close();
+  await next;
 });
 
 t.test('a peer that never answers: operations time out, the bound refuses the rest at once', async (t) => {
