@@ -129,6 +129,22 @@ export function encodeOperationBatch(batch: OperationBatchMsg, alloc?: (bytes: n
 }
 
 /**
+ * A batch of `op` alone, as the bytes before its value and those after it:
+ * the value is sent from its own buffer between them (src/link), not copied.
+ */
+export function encodeAroundValue(op: OperationMsg & { value: Buffer }): [Buffer, Buffer] {
+  const counter = new Writer(null);
+  writeOperation(counter, op);
+  const size = counter.at;
+  const out = Buffer.allocUnsafe(varintSize(1 * 8) + varintSize(size) + size - op.value.length);
+  const w = new Writer(out, 4, op.value);
+  w.varint(1 * 8 + BYTES);
+  w.varint(size);
+  writeOperation(w, op);
+  return [out.subarray(0, w.holeAt), out.subarray(w.holeAt)];
+}
+
+/**
  * Calls `read` for each message of the batch's field 1 (other fields are
  * skipped) with one reader over the whole batch, at the message's start,
  * and where it ends: `read` reads its fields while `f.at < end`. Nothing is

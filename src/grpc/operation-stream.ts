@@ -79,7 +79,15 @@ class Pending {
     readonly started: number,
     readonly bytes: number,
     readonly weight: number,
+    private released?: () => void,
   ) {}
+
+  /** Nothing will read its value's buffer any more: the caller's `released`, once. */
+  release(): void {
+    const r = this.released;
+    this.released = undefined;
+    r?.();
+  }
 }
 
 export class OperationStream {
@@ -110,16 +118,28 @@ export class OperationStream {
     return this.pending.size;
   }
 
-  /** Sends `op` (newOperation's; its id is set here) with `bytes` of value; resolves with its result, whatever its code. */
-  send(op: OperationMsg, bytes: number): Promise<ResultMsg> {
-    if (this.closed) return Promise.reject(errors.failed(`the operation stream to ${this.o.peer} is closed`));
+  /**
+   * Sends `op` (newOperation's; its id is set here) with `bytes` of value;
+   * resolves with its result, whatever its code. `released` is called once
+   * nothing will read `op.value` any more — it was sent, answered, or
+   * dropped with its stream — which may be after the operation settled: an
+   * operation that fails while another of the caller's is still held
+   * unsent by the stream (a peer that reads nothing) leaves that one's
+   * buffer in use until it times out.
+   */
+  send(op: OperationMsg, bytes: number, released?: () => void): Promise<ResultMsg> {
+    const refused = (err: Error) => {
+      released?.();
+      return Promise.reject(err);
+    };
+    if (this.closed) return refused(errors.failed(`the operation stream to ${this.o.peer} is closed`));
     // A peer the link manager found down (its pings fail: stopped, cut off)
     // is not waited for: the caller turns to alien copies and other replicas
     // at once, as bob's quorum does.
-    if (!this.o.isAvailable()) return Promise.reject(errors.unavailable(`${this.o.peer} is not reachable`));
+    if (!this.o.isAvailable()) return refused(errors.unavailable(`${this.o.peer} is not reachable`));
     if (this.pending.size > 0 && (this.pending.size >= this.o.maxInFlight || this.bytes + bytes > this.o.maxBytes)) {
       this.o.onRefused?.();
-      return Promise.reject(
+      return refused(
         errors.unavailable(`${this.o.peer}: ${this.pending.size} operations and ${this.bytes} bytes wait for it already`),
       );
     }
@@ -127,7 +147,7 @@ export class OperationStream {
     op.id = id;
     const weight = operationWeight(op);
     return new Promise<ResultMsg>((resolve, reject) => {
-      this.pending.set(id, new Pending(resolve, reject, Date.now(), bytes, weight));
+      this.pending.set(id, new Pending(resolve, reject, Date.now(), bytes, weight, released));
       this.bytes += bytes;
       this.queue.push(op);
       this.queuedWeight += weight;
@@ -200,7 +220,11 @@ export class OperationStream {
       this.awaitingReply = true;
       const sent = ops.map((op) => this.pending.get(op.id));
       const written = () => {
-        for (const p of sent) if (p) p.written = true;
+        for (const p of sent) {
+          if (!p) continue;
+          p.written = true;
+          p.release();
+        }
       };
       if (!stream.write({ ops }, written)) {
         // The peer takes no more for now: the rest waits for it (bounded above).
@@ -227,6 +251,8 @@ export class OperationStream {
         if (!p) continue; // timed out meanwhile
         this.pending.delete(r.id);
         this.bytes -= p.bytes;
+        // The peer has it all: sent.
+        p.release();
         p.resolve(r);
       }
     });
@@ -255,6 +281,8 @@ export class OperationStream {
       if (s !== null && p.stream !== s) continue;
       this.pending.delete(id);
       this.bytes -= p.bytes;
+      // Its stream ended (close ends it right after), or it was never written.
+      p.release();
       p.reject(err);
     }
     if (s === null) {
@@ -285,6 +313,8 @@ export class OperationStream {
         this.queuedWeight -= p.weight;
       }
       if (p.stream !== null && !p.written) stuck.add(p.stream);
+      // Queued, sent, or on a stream ended below.
+      p.release();
       p.reject(new OysterError('Timeout', `Timeout ${this.o.peer} did not answer within ${this.o.timeoutMs} ms`));
     }
     // In the same turn as the rejections, before anything acts on them.

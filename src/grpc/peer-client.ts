@@ -237,8 +237,11 @@ export class PeerClient implements NodeApi {
    * (the BobApi call instead). Rejects with the operation's failure as the
    * BobApi call would.
    */
-  private operate<T>(name: string, op: OperationMsg, bytes: number, decode: (r: ResultMsg) => T, bob: () => Promise<T>): Promise<T> {
-    if (Date.now() < this.bobUntil) return bob();
+  private operate<T>(name: string, op: OperationMsg, bytes: number, decode: (r: ResultMsg) => T, bob: () => Promise<T>, released?: () => void): Promise<T> {
+    if (Date.now() < this.bobUntil) {
+      released?.();
+      return bob();
+    }
     const started = performance.now();
     const failed = (err: unknown): Promise<T> => {
       // The BobApi call made instead is observed as itself.
@@ -249,7 +252,7 @@ export class PeerClient implements NodeApi {
       this.options.observe?.(name, err, (performance.now() - started) / 1000);
       throw err;
     };
-    return this.operations.send(op, bytes).then((r) => {
+    return this.operations.send(op, bytes, released).then((r) => {
       if (r.code) return failed(resultError(r));
       this.options.observe?.(name, null, (performance.now() - started) / 1000);
       return decode(r);
@@ -295,10 +298,11 @@ export class PeerClient implements NodeApi {
   /**
    * Sends the value as PUT_PART operations, one per lot it hands out, and
    * says a lot written once the peer answered its part (it answers once the
-   * part is written): the peer holds at most two parts of it at a time. The
-   * last part's answer is the put's. A failure, the value's included, makes
-   * the peer drop the put (an abort is sent, best effort: it also drops it
-   * when no part comes in time).
+   * part is written): the peer holds at most the value's lots out at a time.
+   * The last part's answer is the put's. A failure, the value's included,
+   * makes the peer drop the put (an abort is sent, best effort: it also
+   * drops it when no part comes in time); it is told, and the value let go
+   * of, once no part is left unsent in the stream.
    */
   async putIncoming(key: Buffer, version: Version, value: IncomingValue): Promise<void> {
     const part = (): OperationMsg => {
@@ -308,18 +312,27 @@ export class PeerClient implements NodeApi {
     };
     const bob = () => Promise.reject(errors.failed(`peer ${this.name} takes no values in parts (a bob node)`));
     let offset = 0;
+    // The parts a stream may still read from their lots' buffers.
+    const held = new Set<Promise<void>>();
     try {
       await writeInLots(value, (pieces) => {
         const op = part();
         op.offset = offset;
         op.value = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
         offset += op.value.length;
+        let release = (): void => undefined;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        held.add(released);
+        void released.then(() => held.delete(released));
         // Not counted against the bytes that may wait for the peer: a part
         // is the client's window, within http_body_memory_limit already,
-        // and a put has at most two of them out.
-        return this.operate('put_part', op, 0, nothing, bob);
+        // and a put has a few of them out at most.
+        return this.operate('put_part', op, 0, nothing, bob, release);
       });
     } catch (err) {
+      // A part sent after the one that failed may still be unsent: its lot
+      // must not take other bytes (cancel lets it go) before it is.
+      await Promise.all(held);
       value.cancel();
       const abort = part();
       abort.abort = true;

@@ -29,8 +29,15 @@ export function num(v: number | string | undefined): number {
 export class Writer {
   /** Bytes written (or counted) so far. */
   at = 0;
+  /** Where the bytes of `hole` would have gone, once written around. */
+  holeAt = -1;
 
-  constructor(readonly buf: Buffer | null) {}
+  /** `hole`: the bytes of field `holeField` left out (its tag and length written): the caller sends them from where they are. */
+  constructor(
+    readonly buf: Buffer | null,
+    private readonly holeField = 0,
+    private readonly hole: Buffer | null = null,
+  ) {}
 
   varint(v: number): void {
     const buf = this.buf;
@@ -54,6 +61,10 @@ export class Writer {
   bytes(field: number, b: Buffer): void {
     this.varint(field * 8 + BYTES);
     this.varint(b.length);
+    if (field === this.holeField && b === this.hole && this.buf !== null) {
+      this.holeAt = this.at;
+      return;
+    }
     if (this.buf !== null) b.copy(this.buf, this.at);
     this.at += b.length;
   }

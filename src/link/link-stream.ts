@@ -14,9 +14,9 @@
 import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
-import { decodeResultBatch, encodeOperationBatch } from '../grpc/operation-codec';
+import { decodeResultBatch, encodeAroundValue, encodeOperationBatch } from '../grpc/operation-codec';
 import { OperationsDuplex } from '../grpc/operation-stream';
-import { OperationBatchMsg } from '../grpc/proto';
+import { OperationBatchMsg, OperationMsg } from '../grpc/proto';
 import { parseHostPort } from '../config/address';
 import { BATCH, decodeStatus, encodeHello, FramePool, FrameReader, KEEPALIVE_MS, parseWelcome, STATUS, writeFrame } from './wire';
 
@@ -109,6 +109,13 @@ export class LinkStream extends EventEmitter implements OperationsDuplex {
     if (this.over) {
       written?.();
       return true;
+    }
+    const op = batch.ops.length === 1 ? batch.ops[0] : null;
+    if (op?.value !== undefined && op.value.length >= FramePool.SMALL_FRAME) {
+      // A part of a large value, alone in its batch (OperationStream): sent
+      // from the caller's buffer, which stays as it is until `written`.
+      const [before, after] = encodeAroundValue(op as OperationMsg & { value: Buffer });
+      return writeFrame(this.socket, BATCH, [before, op.value, after], written);
     }
     // Encoded now: the frame holds a copy of the values.
     const payload = encodeOperationBatch(batch, (bytes) => this.sent.take(bytes));

@@ -77,17 +77,21 @@ function magicPrefix(b: Buffer): 'short' | { error: string } | null {
 }
 
 /**
- * Writes one frame (header and payload in one writev); false once the
- * socket's buffer is full: wait for 'drain'. `written` is called once the
- * payload has left (or the socket failed): its buffer is free again.
+ * Writes one frame (header and payload, one buffer or pieces in order, in
+ * one writev); false once the socket's buffer is full: wait for 'drain'.
+ * `written` is called once the payload has left (or the socket failed):
+ * its buffers are free again.
  */
-export function writeFrame(socket: Socket, type: number, payload: Buffer, written?: () => void): boolean {
+export function writeFrame(socket: Socket, type: number, payload: Buffer | Buffer[], written?: () => void): boolean {
+  const pieces = Array.isArray(payload) ? payload : [payload];
   const head = Buffer.allocUnsafe(HEAD);
-  head.writeUInt32LE(payload.length + 1, 0);
+  head.writeUInt32LE(pieces.reduce((n, p) => n + p.length, 0) + 1, 0);
   head[4] = type;
   socket.cork();
   socket.write(head);
-  const more = socket.write(payload, written);
+  let more = true;
+  // Written in order: the last one's callback comes once the kernel has them all, or the socket dropped them.
+  pieces.forEach((p, i) => (more = socket.write(p, i === pieces.length - 1 ? written : undefined)));
   socket.uncork();
   return more;
 }

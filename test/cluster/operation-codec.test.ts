@@ -3,7 +3,7 @@
 // refuses truncated bytes, and decodes u64 fields beyond 2^53 as -1 (which
 // validation refuses) rather than as a nearby number.
 import t from 'tap';
-import { decodeOperationBatch, decodeResultBatch, encodeOperationBatch, encodeResultBatch, operationWeight, weighBatch } from '../../src/grpc/operation-codec';
+import { decodeOperationBatch, decodeResultBatch, encodeAroundValue, encodeOperationBatch, encodeResultBatch, operationWeight, weighBatch } from '../../src/grpc/operation-codec';
 import { OperationBatchMsg, ReplicasService, ResultBatchMsg } from '../../src/grpc/proto';
 
 const ops = ReplicasService.Operations;
@@ -42,6 +42,21 @@ t.test('operations: ours and protobufjs read each other', async (t) => {
     t.same(norm(ours.ops[i].remote_nodes ?? []), op.remote_nodes ?? []);
     t.same(norm(theirs.ops[i].force_alien_nodes), op.force_alien_nodes ?? []);
     t.same(Buffer.from(ours.ops[i].value ?? []), op.value ?? Buffer.alloc(0));
+  }
+});
+
+t.test('one operation encoded around its value: the bytes before it, the value, the bytes after it are its batch', async (t) => {
+  const value = Buffer.alloc(200_000);
+  for (let i = 0; i < value.length; i++) value[i] = (i * 13) & 0xff;
+  // A key that is the same bytes (and even the same buffer) as the value is still written.
+  for (const keys of [[Buffer.from('0123456789abcdef')], [value.subarray(0, 16)], [value]]) {
+    const op = { id: 77, kind: 4, keys, value, timestamp: 1795680839, tick: 3, node: 2, offset: 1 << 20, size: 64 << 20, remote_nodes: ['n3'] };
+    const [before, after] = encodeAroundValue(op);
+    const whole = Buffer.concat([before, value, after]);
+    t.ok(whole.equals(encodeOperationBatch({ ops: [op] })), `keys of ${keys[0].length} bytes: the same bytes as the batch encoded whole`);
+    t.equal(before.length + after.length, whole.length - value.length, 'the value itself is in neither');
+    const theirs = pbDecodeOps(whole);
+    t.ok(Buffer.from(theirs.ops[0].value ?? []).equals(value) && Number(theirs.ops[0].offset) === op.offset, 'protobufjs reads it');
   }
 });
 

@@ -161,7 +161,8 @@ t.test('a peer that reads nothing: the stream still holding a timed-out operatio
   });
   const s = stream(client, { timeoutMs: 400, maxBytes: 64 << 20 });
   const outcomes = await Promise.all(Array.from({ length: 40 }, () => s.send(put(256 * 1024), 256 * 1024).then(() => 'answered', (err: unknown) => err)));
-  t.ok(outcomes.every((e) => isOysterError(e, 'Timeout')), 'every operation timed out');
+  // Those sent a little later fail with the stream, ended with the first that timed out.
+  t.ok(outcomes.every((e) => e instanceof Error) && outcomes.some((e) => isOysterError(e, 'Timeout')), 'every operation failed, the first ones timed out');
   await waitFor(() => cancelled === 1, 2000);
   t.equal(cancelled, 1, 'the stream that held values unsent was ended');
   const next = s.send(get(1), 0).then(() => 'answered', (err: unknown) => err);
@@ -169,6 +170,37 @@ t.test('a peer that reads nothing: the stream still holding a timed-out operatio
   t.equal(opens(), 2, 'the next operation opens another stream');
   s.close();
   await next;
+});
+
+t.test('a value is released once nothing will read it: sent, answered, or dropped with its stream, not when another operation fails', async (t) => {
+  let first = true;
+  const { client } = await peer(t, (call) => {
+    call.on('data', (b: OperationBatchMsg) => {
+      if (!first) return;
+      first = false;
+      // The first part fails at once, and the peer reads no more.
+      call.write({ results: [{ id: b.ops[0].id, code: 13, details: 'no' }] });
+      call.pause();
+    });
+  });
+  const s = stream(client, { timeoutMs: 600, maxBytes: 64 << 20 });
+  const released: number[] = [];
+  const started = Date.now();
+  const sent = Array.from({ length: 40 }, (_, k) =>
+    s.send(put(256 * 1024), 256 * 1024, () => released.push(k)).then(
+      (r) => (r.code ? 'failed' : 'answered'),
+      (err: unknown) => err,
+    ),
+  );
+  t.equal(await sent[0], 'failed', 'the first part failed at once');
+  await new Promise((r) => setTimeout(r, 150));
+  const early = released.length;
+  t.ok(released.includes(0), 'its value is released');
+  t.ok(early < 40, `${40 - early} parts still held unsent by the stream are not (${early} released)`);
+  await Promise.all(sent);
+  t.ok(Date.now() - started >= 550, 'the rest time out');
+  t.same([...released].sort((a, b) => a - b), Array.from({ length: 40 }, (_, k) => k), 'then every value is released, once');
+  s.close();
 });
 
 t.test('a peer that takes every batch and answers none: operations time out, the stream stays', async (t) => {
