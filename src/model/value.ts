@@ -85,8 +85,8 @@ export interface IncomingValue {
    * The next pieces of the value, at least one; null once all `size` bytes
    * were handed out. Pieces handed out stay the caller's until it says they
    * are written (written()), and reading pauses while a few lots are (each
-   * source says how many), so the caller's pace bounds the memory. Rejects when the client goes away
-   * before the end.
+   * source says how many), so the caller's pace bounds the memory. Rejects
+   * when the client goes away before the end.
    */
   next(): Promise<Buffer[] | null>;
   /** The oldest pieces handed out and not yet said written are written: their memory takes the next bytes. */
